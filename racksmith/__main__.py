@@ -1,0 +1,3 @@
+from racksmith.cli import main
+
+raise SystemExit(main())

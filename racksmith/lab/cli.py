@@ -1,0 +1,32 @@
+"""``racksmith lab ...``: each sub-command lives in the module that owns its concern.
+
+A module listed here exposes ``configure(parser)``, which adds its arguments and sets
+``func``. Keeping the table here (and nothing else) means the host lab, the BMC emulation
+and the MAAS simulator can grow independently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("up", "racksmith.lab.rack", "build (or reuse) and start the whole simulated rack"),
+    ("down", "racksmith.lab.rack", "stop everything the lab started, by recorded PID"),
+    ("status", "racksmith.lab.rack", "show what the lab is running"),
+    ("host", "racksmith.lab.hosts", "start or stop single test hosts (used by molecule)"),
+    ("bmc", "racksmith.lab.bmc", "serve emulated iDRACs until stopped"),
+    ("maas", "racksmith.lab.maassim", "serve the MAAS API simulator until stopped"),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    for name, module_name, help_text in _COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue  # not built yet
+            raise
+        parser = subparsers.add_parser(name, help=help_text, description=help_text)
+        module.configure(parser, name)

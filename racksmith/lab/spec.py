@@ -1,0 +1,161 @@
+"""The lab rack specification (``inventory/lab/rack.yml``) as typed, validated objects.
+
+Every lab component (host lab, BMC emulation, MAAS simulator) reads the rack through this
+module, so a server's identity is defined exactly once: the BMC reports the same PXE MAC that
+the test host's ``eth0`` carries and that MAAS enlists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+#: Faults the lab knows how to inject. Components ignore faults that are not theirs.
+KNOWN_FAULTS = frozenset(
+    {
+        "bmc_unreachable",  # BMC port closed
+        "bmc_auth_failed",  # BMC rejects the lab credentials (401)
+        "bmc_slow",  # BMC answers past the per-BMC deadline
+        "bmc_503",  # BMC answers 503 (RAC0218 session limit) until it recovers
+        "bmc_malformed",  # BMC returns JSON that is not Redfish
+        "missing_gpu",  # one GPU absent from the Processors collection
+        "commission_fails",  # MAAS commissioning fails with an event
+        "deploy_fails",  # MAAS deployment fails with an installation log
+        "power_fails",  # MAAS power action fails, machine reverts to New
+    }
+)
+
+DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "inventory" / "lab" / "rack.yml"
+
+
+class SpecError(ValueError):
+    """The rack file is wrong; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Server:
+    index: int
+    name: str
+    model: str
+    ip: str
+    bmc_port: int
+    faults: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def service_tag(self) -> str:
+        """Seven upper-case alphanumerics, like a Dell service tag (``F54P1G3``)."""
+        digest = hashlib.sha256(f"racksmith-lab-tag-{self.index}".encode()).hexdigest()
+        return ("L" + digest.upper())[:7].replace("0", "X")
+
+    @property
+    def serial(self) -> str:
+        return f"CNLAB{self.index:09d}"
+
+    @property
+    def uuid(self) -> str:
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"racksmith-lab:server:{self.index}"))
+
+    def mac(self, port: int) -> str:
+        """Locally administered, unicast MACs: ``02:5a:<index 2 bytes>:<port>:00``."""
+        hi, lo = divmod(self.index, 256)
+        return f"02:5a:{hi:02x}:{lo:02x}:{port:02x}:00"
+
+    @property
+    def pxe_mac(self) -> str:
+        """The first integrated port (``NIC.Integrated.1-1-1``) is the PXE port in the lab."""
+        return self.mac(1)
+
+
+@dataclass(frozen=True)
+class RackSpec:
+    path: Path
+    bridge: str
+    prefix: str
+    apt_proxy_port: int
+    bmc_listen: str
+    bmc_base_port: int
+    bmc_scheme: str
+    maas_listen: str
+    servers: tuple[Server, ...]
+
+    @property
+    def controller_ip(self) -> str:
+        return f"{self.prefix}.1"
+
+    def server(self, name: str) -> Server:
+        for server in self.servers:
+            if server.name == name:
+                return server
+        raise KeyError(f"no server named {name!r} in {self.path}")
+
+    def by_mac(self, mac: str) -> Server | None:
+        mac = mac.lower()
+        return next((s for s in self.servers if s.pxe_mac == mac), None)
+
+
+def _require(mapping: dict, key: str, where: str, path: Path):
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise SpecError(f"{path}: missing '{where}{key}'")
+    return mapping[key]
+
+
+def load(path: Path | str = DEFAULT_SPEC) -> RackSpec:
+    """Parse and validate the rack file; raise SpecError naming the file and field."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecError(f"{path}: cannot read rack spec: {exc}") from exc
+    net = _require(data, "network", "", path)
+    bmc = _require(data, "bmc", "", path)
+    maas = _require(data, "maas", "", path)
+    prefix = str(_require(net, "prefix", "network.", path))
+    try:
+        ipaddress.IPv4Network(f"{prefix}.0/24")
+    except ValueError as exc:
+        raise SpecError(f"{path}: network.prefix {prefix!r} is not a /24 prefix") from exc
+    bridge = str(_require(net, "bridge", "network.", path))
+    if len(bridge) > 15:
+        raise SpecError(f"{path}: network.bridge {bridge!r} is longer than 15 characters")
+    base_port = int(_require(bmc, "base_port", "bmc.", path))
+    servers = []
+    seen: set[str] = set()
+    for i, raw in enumerate(_require(data, "servers", "", path)):
+        where = f"servers[{i}]."
+        index = int(_require(raw, "index", where, path))
+        name = str(_require(raw, "name", where, path))
+        if not 1 <= index <= 30:
+            raise SpecError(f"{path}: {where}index {index} is outside 1..30 (the demo block is .20-.49)")
+        if len(name) > 12 or name in seen:
+            raise SpecError(f"{path}: {where}name {name!r} is a duplicate or over 12 chars")
+        seen.add(name)
+        faults = frozenset(raw.get("faults") or ())
+        unknown = faults - KNOWN_FAULTS
+        if unknown:
+            raise SpecError(f"{path}: {where}faults has unknown {sorted(unknown)}")
+        servers.append(
+            Server(
+                index=index,
+                name=name,
+                model=str(_require(raw, "model", where, path)),
+                ip=f"{prefix}.{19 + index}",  # .20 upwards: the demo rack's address block
+                bmc_port=base_port + index - 1,
+                faults=faults,
+            )
+        )
+    return RackSpec(
+        path=path,
+        bridge=bridge,
+        prefix=prefix,
+        apt_proxy_port=int(net.get("apt_proxy_port", 3142)),
+        bmc_listen=str(bmc.get("listen", "127.0.0.1")),
+        bmc_base_port=base_port,
+        bmc_scheme=str(bmc.get("scheme", "https")),
+        maas_listen=str(maas.get("listen", "127.0.0.1:5240")),
+        servers=tuple(servers),
+    )
