@@ -130,7 +130,7 @@ def load(path: Path | str = DEFAULT_SPEC) -> RackSpec:
         index = int(_require(raw, "index", where, path))
         name = str(_require(raw, "name", where, path))
         if not 1 <= index <= 30:
-            raise SpecError(f"{path}: {where}index {index} is outside 1..30 (the demo block is .20-.49)")
+            raise SpecError(f"{path}: {where}index {index} is outside 1..30 (addresses .20-.49)")
         if len(name) > 12 or name in seen:
             raise SpecError(f"{path}: {where}name {name!r} is a duplicate or over 12 chars")
         seen.add(name)

@@ -1,0 +1,122 @@
+"""Ansible callback: per-host, per-phase rack report for every run, in its own directory.
+
+A thin adapter over :mod:`racksmith.report`. It gives each run a results directory
+(``runs/<timestamp>-<pid>/`` unless ``RACKSMITH_RUN_DIR`` is set) and exports
+``RACKSMITH_RUN_DIR`` so that playbooks and modules write their results (golden set, tickets,
+logs) into the same place. At the end it prints the table and writes report.json/report.txt.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ansible.plugins.callback import CallbackBase
+
+from racksmith.report import PHASES, RunReport
+
+DOCUMENTATION = """
+    name: racksmith_report
+    type: aggregate
+    short_description: per-host, per-phase rack report written to the run's own directory
+    description:
+      - Creates runs/<timestamp>-<pid>/ (or uses RACKSMITH_RUN_DIR), exports RACKSMITH_RUN_DIR,
+        and at the end prints and saves what each phase did to each host.
+    requirements:
+      - the racksmith Python package
+"""
+
+_HOST_FACTS = (
+    "racksmith_quarantine_reason",
+    "racksmith_failed_phase",
+    "racksmith_failure_reason",
+    "racksmith_health_verdict",
+    "racksmith_health_reasons",
+)
+_RUNS_ROOT = Path(__file__).resolve().parents[2] / "runs"
+
+
+def _message(result: dict) -> str:
+    if result.get("censored"):
+        return "details hidden (no_log)"
+    for key in ("msg", "stderr", "reason", "module_stderr"):
+        if result.get(key):
+            return str(result[key])
+    return "failed without a message"
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "racksmith_report"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        run_dir = os.environ.get("RACKSMITH_RUN_DIR")
+        if not run_dir:
+            run_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
+            run_dir = str(_RUNS_ROOT / run_id)
+            os.environ["RACKSMITH_RUN_DIR"] = run_dir  # inherited by lookups and local modules
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        self._report = RunReport(
+            run_id=Path(run_dir).name,
+            run_dir=run_dir,
+            started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
+        self._phase = "other"
+        self._play = None
+
+    # -- events ----------------------------------------------------------------------------
+
+    def v2_playbook_on_play_start(self, play):
+        self._play = play
+        tags = list(play.tags or [])
+        self._phase = next((t for t in tags if t in PHASES), "other")
+
+    def _record(self, result, status: str) -> None:
+        msg = _message(result.result) if status in ("failed", "unreachable") else None
+        self._report.record(result.host.get_name(), self._phase, status, msg)
+
+    def v2_runner_on_ok(self, result):
+        self._record(result, "changed" if result.result.get("changed") else "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._record(result, "ok" if ignore_errors else "failed")
+
+    def v2_runner_on_skipped(self, result):
+        self._record(result, "skipped")
+
+    def v2_runner_on_unreachable(self, result):
+        self._record(result, "unreachable")
+
+    def v2_playbook_on_stats(self, stats):
+        self._annotate_hosts()
+        report = self._report
+        report.finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        run_dir = Path(report.run_dir)
+        text = report.render_text()
+        try:
+            (run_dir / "report.json").write_text(report.to_json() + "\n")
+            (run_dir / "report.txt").write_text(text + "\n")
+        except OSError as exc:
+            self._display.warning(f"racksmith: cannot write the report to {run_dir}: {exc}")
+        self._display.banner("RACKSMITH REPORT")
+        self._display.display(text)
+        self._display.display(f"report: {run_dir / 'report.txt'}")
+
+    def _annotate_hosts(self) -> None:
+        """Read the racksmith_* facts phases left on each host; never break the run for it."""
+        if self._play is None:
+            return
+        try:
+            vm = self._play.get_variable_manager()
+            # inventory.hosts, not get_hosts(): the latter honours the last play's restriction.
+            for host in vm._inventory.hosts.values():
+                if host.name not in self._report.hosts:
+                    continue
+                hostvars = vm.get_vars(host=host, include_hostvars=False)
+                self._report.annotate(host.name, {k: hostvars.get(k) for k in _HOST_FACTS})
+        except Exception as exc:
+            self._display.warning(f"racksmith: could not read host facts for the report: {exc}")

@@ -1,0 +1,136 @@
+"""The rack report: phase outcomes, final results, redaction, and the Ansible callback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from racksmith.report import RunReport
+from racksmith.report.redact import MASK, redact, secret_values
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def make_report() -> RunReport:
+    return RunReport(run_id="r1", run_dir="/tmp/r1", started="2026-11-30T00:00:00Z")
+
+
+def test_phase_state_takes_the_worst_status():
+    report = make_report()
+    for status in ("ok", "changed", "skipped"):
+        report.record("h1", "configure", status)
+    assert report.hosts["h1"].phases["configure"].state == "changed"
+    report.record("h1", "configure", "failed", "apt said no")
+    assert report.hosts["h1"].phases["configure"].state == "failed"
+    assert report.hosts["h1"].result == "FAILED:configure"
+
+
+def test_only_first_failure_message_is_kept_and_whitespace_folded():
+    report = make_report()
+    report.record("h1", "deploy", "failed", "first\n   line")
+    report.record("h1", "deploy", "failed", "second")
+    assert report.hosts["h1"].phases["deploy"].reason == "first line"
+
+
+def test_unknown_status_is_rejected():
+    with pytest.raises(ValueError, match="bogus"):
+        make_report().record("h1", "deploy", "bogus")
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        ({"racksmith_health_verdict": "FIT"}, "GOLDEN"),
+        ({"racksmith_health_verdict": "NOT FIT"}, "NOT_FIT"),
+        ({"racksmith_quarantine_reason": "7 of 8 GPUs"}, "QUARANTINED"),
+        ({"racksmith_failed_phase": "deploy", "racksmith_failure_reason": "x"}, "FAILED:deploy"),
+        ({}, "INCOMPLETE"),
+    ],
+)
+def test_result_follows_host_facts(facts, expected):
+    report = make_report()
+    report.record("h1", "discover", "ok")
+    report.annotate("h1", facts)
+    assert report.hosts["h1"].result == expected
+
+
+def test_text_table_lists_every_host_with_reasons_and_json_matches():
+    report = make_report()
+    report.record("a", "discover", "ok")
+    report.record("b", "discover", "unreachable", "BMC 10.0.0.2:443 timed out")
+    report.annotate("a", {"racksmith_health_verdict": "FIT"})
+    text = report.render_text()
+    assert "a  " in text and "GOLDEN" in text
+    assert "b: discover: BMC 10.0.0.2:443 timed out" in text
+    data = json.loads(report.to_json())
+    assert data["hosts"]["b"]["result"] == "FAILED:discover"
+    assert data["summary"] == {"FAILED:discover": 1, "GOLDEN": 1}
+
+
+def test_redaction_masks_env_secrets_url_credentials_and_tokens(monkeypatch):
+    monkeypatch.setenv("RACKSMITH_BMC_PASSWORD", "s3cr3t-pw")
+    monkeypatch.setenv("MAAS_API_KEY", "consumerAAA:tokenBBBBBB:secretCCCCCC")
+    assert secret_values()[0] == "consumerAAA:tokenBBBBBB:secretCCCCCC"
+    text = (
+        "login s3cr3t-pw failed; https://root:calvin@10.0.0.1/redfish; "
+        'headers {"X-Auth-Token": "abc123"} Authorization: OAuth oauth_token="tokenBBBBBB" '
+        "sig secretCCCCCC"
+    )
+    out = redact(text)
+    for secret in ("s3cr3t-pw", "calvin", "abc123", "tokenBBBBBB", "secretCCCCCC"):
+        assert secret not in out
+    assert MASK in out
+
+
+def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        """
+- name: discover
+  hosts: all
+  gather_facts: false
+  tags: [discover]
+  tasks:
+    - name: fail one host with a secret in the message
+      ansible.builtin.fail:
+        msg: "BMC refused {{ lookup('env', 'RACKSMITH_BMC_PASSWORD') }}"
+      when: inventory_hostname == 'b'
+    - name: quarantine another
+      ansible.builtin.set_fact:
+        racksmith_quarantine_reason: "7 of 8 GPUs"
+      when: inventory_hostname == 'c'
+- name: validate
+  hosts: all:!b:!c
+  gather_facts: false
+  tags: [validate]
+  tasks:
+    - name: verdict
+      ansible.builtin.set_fact:
+        racksmith_health_verdict: FIT
+"""
+    )
+    run_dir = tmp_path / "run"
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        RACKSMITH_RUN_DIR=str(run_dir),
+        RACKSMITH_BMC_PASSWORD="pw-that-must-not-leak",
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    )
+    proc = subprocess.run(
+        ["ansible-playbook", str(playbook), "-i", "a,b,c,", "-c", "local"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # host b failed
+    assert "RACKSMITH REPORT" in proc.stdout
+    data = json.loads((run_dir / "report.json").read_text())
+    assert {h: r["result"] for h, r in data["hosts"].items()} == {
+        "a": "GOLDEN", "b": "FAILED:discover", "c": "QUARANTINED",
+    }
+    for path in (run_dir / "report.json", run_dir / "report.txt"):
+        assert "pw-that-must-not-leak" not in path.read_text()
