@@ -1,0 +1,425 @@
+"""Test hosts: real Debian systems (systemd as PID 1, sshd, sudo) in systemd-nspawn.
+
+Each host is a copy of the cached image (racksmith.lab.image) in ``$LAB_DIR/machines/NAME``,
+in its own network namespace on the lab bridge, with no route off it. The MAAS simulator
+boots a rack server's host when it deploys the machine (:func:`boot`); molecule scenarios
+start free-standing hosts with ``racksmith lab host up NAME IP``.
+
+The nspawn process runs under racksmith.lab.supervise (which restarts it after an in-host
+reboot, exit 133); the wrapper's PID is recorded, and stopping a host signals exactly that
+PID. There is no systemd on the controller, hence ``--register=no --keep-unit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from racksmith.lab import aptcache, cloudinit, creds, image, net, paths
+from racksmith.lab.errors import LabError
+from racksmith.lab.proc import file_lock, log_tail, read_record, running, start_daemon, stop
+from racksmith.lab.spec import RackSpec, Server, load
+
+SSH_OPTIONS = (
+    "-o", "BatchMode=yes",
+    "-o", "ConnectTimeout=2",
+    "-o", "StrictHostKeyChecking=no",
+    "-o", "UserKnownHostsFile=/dev/null",
+    "-o", "IdentitiesOnly=yes",
+    "-o", "LogLevel=ERROR",
+)  # fmt: skip
+BOOT_TIMEOUT = 90.0  # seconds until sshd must answer; generous for a loaded 2-core machine
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """Everything needed to start and later find a host; saved as ``host.json``."""
+
+    name: str
+    ip: str
+    bridge: str
+    mac: str | None = None  # eth0's MAC: the server's PXE MAC for rack servers
+    apt_proxy: str | None = None  # written as curtin would on a MAAS-deployed host
+    hostname: str | None = None  # defaults to name
+
+    @property
+    def netns(self) -> str:
+        return net.netns_name(self.bridge, self.name)
+
+    @property
+    def veth(self) -> str:
+        return net.veth_name(self.bridge, self.ip)
+
+    @property
+    def machine(self) -> str:
+        """nspawn's machine name keys /run/systemd/nspawn/propagate/NAME: unique per lab."""
+        return f"{self.bridge}-{self.name}"
+
+
+def rack_host(rack: RackSpec, server: Server) -> HostSpec:
+    return HostSpec(
+        name=server.name,
+        ip=server.ip,
+        bridge=rack.bridge,
+        mac=server.pxe_mac,
+        apt_proxy=aptcache.proxy_url(rack.controller_ip, rack.apt_proxy_port),
+    )
+
+
+def nspawn_argv(host: HostSpec, root: Path) -> list[str]:
+    return [
+        "systemd-nspawn",
+        "--boot",
+        "--register=no",  # no machined: there is no system bus on the controller
+        "--keep-unit",  # no scope unit: there is no systemd on the controller
+        f"--directory={root}",
+        f"--machine={host.machine}",
+        f"--hostname={host.hostname or host.name}",
+        f"--network-namespace-path=/run/netns/{host.netns}",
+        "--console=passive",
+        "--resolv-conf=off",  # keep `nameserver 127.0.0.1`: no resolver off the bridge
+        "--link-journal=no",
+    ]
+
+
+def supervised_argv(host: HostSpec, root: Path, child_pidfile: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "racksmith.lab.supervise",
+        "--child-pidfile",
+        str(child_pidfile),
+        "--",
+        *nspawn_argv(host, root),
+    ]
+
+
+def ssh_argv(key: Path, ip: str, *command: str, user: str = "ubuntu") -> list[str]:
+    return ["ssh", "-i", str(key), *SSH_OPTIONS, f"{user}@{ip}", *command]
+
+
+def etc_hosts(hostname: str) -> str:
+    """sudo resolves its own host name; there is no DNS, so it must be in /etc/hosts."""
+    return f"127.0.0.1 localhost\n127.0.1.1 {hostname}\n::1 localhost ip6-localhost ip6-loopback\n"
+
+
+# --- state files -------------------------------------------------------------------------
+
+
+class _Files:
+    def __init__(self, lab: paths.LabPaths, name: str) -> None:
+        self.dir = lab.machine(name)
+        self.root = self.dir / "root"
+        self.spec = self.dir / "host.json"
+        self.pidfile = self.dir / "supervisor.pid"
+        self.child_pidfile = self.dir / "nspawn.pid"
+        self.log = self.dir / "console.log"
+        self.lock = lab.machines / f".{name}.lock"
+
+
+def saved_spec(lab: paths.LabPaths, name: str) -> HostSpec | None:
+    try:
+        return HostSpec(**json.loads(_Files(lab, name).spec.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def list_hosts(lab: paths.LabPaths) -> list[HostSpec]:
+    if not lab.machines.is_dir():
+        return []
+    found = (saved_spec(lab, d.name) for d in sorted(lab.machines.iterdir()) if d.is_dir())
+    return [h for h in found if h is not None]
+
+
+def host_running(lab: paths.LabPaths, name: str) -> bool:
+    return running(_Files(lab, name).pidfile) is not None
+
+
+# --- lab plumbing the hosts need -----------------------------------------------------------
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise LabError(f"{what} needs root (network namespaces, bridge, systemd-nspawn)")
+
+
+def ensure_network(
+    lab: paths.LabPaths, *, bridge: str, controller_ip: str, proxy_port: int
+) -> None:
+    """Bridge, apt cache and SSH key: what a host needs before it boots. Idempotent."""
+    require_root("the lab network")
+    with file_lock(lab.lock):
+        net.ensure_bridge(bridge, controller_ip)
+        aptcache.ensure_running(lab, bind=controller_ip, port=proxy_port)
+        creds.ensure_ssh_key(lab)
+
+
+# --- boot / shutdown -----------------------------------------------------------------------
+
+
+def start_host(
+    lab: paths.LabPaths,
+    host: HostSpec,
+    *,
+    user_data: bytes | None = None,
+    timeout: float = BOOT_TIMEOUT,
+) -> None:
+    """Boot ``host`` unless it runs already; wait until SSH answers as ``ubuntu``.
+
+    A present root (a host powered off without wiping) is booted as it is, like a machine's
+    disk; user data means a fresh deploy, so the root is unpacked again. On any failure the
+    host is stopped again and the error carries its console log.
+    """
+    require_root(f"starting test host {host.name}")
+    net.check_host_name(host.name)
+    parsed = cloudinit.parse(user_data)  # bad user data fails before anything changes
+    if parsed.hostname:
+        host = HostSpec(**{**asdict(host), "hostname": parsed.hostname})
+    files = _Files(lab, host.name)
+    files.dir.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(files.lock):
+        if running(files.pidfile):
+            return
+        _check_ip_free(lab, host)
+        img = image.ensure_image()
+        fresh = user_data is not None or not (files.root / "etc").is_dir()
+        if fresh:
+            files.dir.mkdir(parents=True, exist_ok=True)
+            image.unpack(img, files.root)
+        _personalise(files.root, host, creds.ensure_ssh_key(lab), fresh=fresh)
+        cloudinit.apply(parsed, files.root)
+        files.spec.write_text(json.dumps(asdict(host), indent=2) + "\n")
+        net.create_host_net(
+            bridge=host.bridge,
+            netns=host.netns,
+            veth=host.veth,
+            address=f"{host.ip}/24",
+            mac=host.mac,
+        )
+        files.log.unlink(missing_ok=True)
+        record = start_daemon(
+            supervised_argv(host, files.root, files.child_pidfile),
+            pidfile=files.pidfile,
+            logfile=files.log,
+        )
+        try:
+            _wait_for_ssh(lab, host, files, record_pid=record.pid, timeout=timeout)
+            if parsed.commands:
+                _check_first_boot(lab, host)
+        except LabError:
+            _stop_locked(files, host, wipe=False)
+            raise
+
+
+def _check_ip_free(lab: paths.LabPaths, host: HostSpec) -> None:
+    for other in list_hosts(lab):
+        if other.name != host.name and other.ip == host.ip and host_running(lab, other.name):
+            raise LabError(f"{host.ip} is already used by running test host {other.name}")
+
+
+def _personalise(root: Path, host: HostSpec, key: Path, *, fresh: bool) -> None:
+    """Per-host files that must never be in the shared image (see racksmith.lab.image)."""
+    hostname = host.hostname or host.name
+    (root / "etc/hostname").write_text(hostname + "\n")
+    (root / "etc/hosts").write_text(etc_hosts(hostname))
+    if fresh:
+        (root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
+    subprocess.run(["ssh-keygen", "-A", "-f", str(root)], capture_output=True, check=True)
+    pub = key.with_suffix(".pub").read_text()
+    for home, owner in ((root / "root", 0), (root / "home/ubuntu", 1000)):
+        ssh_dir = home / ".ssh"
+        ssh_dir.mkdir(mode=0o700, exist_ok=True)
+        authorized = ssh_dir / "authorized_keys"
+        authorized.write_text(pub)
+        authorized.chmod(0o600)
+        os.chown(ssh_dir, owner, owner)
+        os.chown(authorized, owner, owner)
+    proxy_file = root / cloudinit.APT_PROXY_FILE
+    if host.apt_proxy:
+        cloudinit.write_apt_proxy(root, host.apt_proxy)
+    else:
+        proxy_file.unlink(missing_ok=True)
+
+
+def _wait_for_ssh(
+    lab: paths.LabPaths, host: HostSpec, files: _Files, *, record_pid: int, timeout: float
+) -> None:
+    deadline = time.monotonic() + timeout
+    argv = ssh_argv(lab.ssh_key, host.ip, "true")
+    while time.monotonic() < deadline:
+        if running(files.pidfile) is None:
+            raise LabError(
+                f"test host {host.name}: systemd-nspawn (pid {record_pid}) exited during boot;"
+                f" console log {files.log}:\n{log_tail(files.log)}"
+            )
+        done = subprocess.run(argv, capture_output=True, check=False, timeout=30)
+        if done.returncode == 0:
+            return
+        time.sleep(0.25)
+    raise LabError(
+        f"test host {host.name}: SSH on {host.ip} did not answer within {timeout:.0f}s;"
+        f" console log {files.log}:\n{log_tail(files.log)}"
+    )
+
+
+def _check_first_boot(lab: paths.LabPaths, host: HostSpec) -> None:
+    """runcmd ran before sshd started: a missing marker means a command failed."""
+    marker = f"/{cloudinit.DONE_MARKER}"
+    check = ssh_argv(lab.ssh_key, host.ip, "test", "-e", marker)
+    if subprocess.run(check, capture_output=True, check=False).returncode == 0:
+        return
+    out = subprocess.run(
+        ssh_argv(lab.ssh_key, host.ip, "sudo", "tail", "-n", "30", f"/{cloudinit.OUTPUT_LOG}"),
+        capture_output=True,
+        check=False,
+    ).stdout.decode(errors="replace")
+    raise LabError(
+        f"test host {host.name}: user-data runcmd failed; /{cloudinit.OUTPUT_LOG}:\n{out}"
+    )
+
+
+def stop_host(lab: paths.LabPaths, name: str, *, wipe: bool = True) -> bool:
+    """Power the host off (clean poweroff, then forced), remove its network, and its disk
+    when ``wipe``. Succeeds when the host does not exist. Returns True if it was running."""
+    require_root(f"stopping test host {name}")
+    files = _Files(lab, name)
+    if not files.dir.exists():
+        return False
+    with file_lock(files.lock):
+        host = saved_spec(lab, name)
+        return _stop_locked(files, host, wipe=wipe)
+
+
+def _stop_locked(files: _Files, host: HostSpec | None, *, wipe: bool) -> bool:
+    was_running = stop(files.pidfile, timeout=30)
+    files.child_pidfile.unlink(missing_ok=True)
+    if host is not None:
+        net.delete_host_net(netns=host.netns, veth=host.veth)
+    if wipe:
+        image.remove_tree(files.dir)
+    return was_running
+
+
+# --- the API the MAAS simulator uses (CONTRACTS.md) ---------------------------------------------
+
+
+def boot(
+    rack: RackSpec, server: Server, *, user_data: bytes | None = None, lab_dir: Path | None = None
+) -> None:
+    """Boot rack server ``server``'s test host (eth0 MAC = its PXE MAC); wait for SSH."""
+    lab = paths.LabPaths(paths.lab_dir(lab_dir))
+    ensure_network(
+        lab, bridge=rack.bridge, controller_ip=rack.controller_ip, proxy_port=rack.apt_proxy_port
+    )
+    start_host(lab, rack_host(rack, server), user_data=user_data)
+
+
+def shutdown(
+    rack: RackSpec, server: Server, *, lab_dir: Path | None = None, wipe: bool = True
+) -> None:
+    stop_host(paths.LabPaths(paths.lab_dir(lab_dir)), server.name, wipe=wipe)
+
+
+def is_running(rack: RackSpec, server: Server, *, lab_dir: Path | None = None) -> bool:
+    return host_running(paths.LabPaths(paths.lab_dir(lab_dir)), server.name)
+
+
+# --- `racksmith lab host ...` ------------------------------------------------------------
+
+
+def check_free_standing(rack: RackSpec, name: str, ip: str) -> None:
+    """A molecule host lives on the rack's bridge but must not pose as a rack server."""
+    try:
+        address = ipaddress.IPv4Address(ip)
+    except ValueError as exc:
+        raise LabError(f"{ip!r} is not an IPv4 address") from exc
+    subnet = ipaddress.IPv4Network(f"{rack.prefix}.0/24")
+    last = int(str(address).rsplit(".", 1)[1])
+    if address not in subnet or last in (0, 1, 255):
+        raise LabError(f"{ip} is not a host address on the lab subnet {subnet} ({rack.path})")
+    for server in rack.servers:
+        if server.name == name or server.ip == ip:
+            raise LabError(
+                f"{name} {ip} clashes with rack server {server.name} ({server.ip}) in {rack.path};"
+                " molecule hosts use .50-.199"
+            )
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    rack = load(paths.rack_file(args.rack))
+    check_free_standing(rack, args.name, args.ip)
+    lab = paths.LabPaths(paths.lab_dir(args.lab_dir))
+    ensure_network(
+        lab, bridge=rack.bridge, controller_ip=rack.controller_ip, proxy_port=rack.apt_proxy_port
+    )
+    proxy = (
+        None if args.no_apt_proxy else aptcache.proxy_url(rack.controller_ip, rack.apt_proxy_port)
+    )
+    host = HostSpec(name=args.name, ip=args.ip, bridge=rack.bridge, apt_proxy=proxy)
+    user_data = args.user_data.read_bytes() if args.user_data else None
+    t0 = time.monotonic()
+    start_host(lab, host, user_data=user_data)
+    took = time.monotonic() - t0
+    print(f"{args.name} up at {args.ip} in {took:.1f}s (ssh -i {lab.ssh_key} ubuntu@{args.ip})")
+    return 0
+
+
+def _cmd_down(args: argparse.Namespace) -> int:
+    lab = paths.LabPaths(paths.lab_dir(args.lab_dir))
+    for name in args.names:
+        was = stop_host(lab, name, wipe=not args.keep_root)
+        print(f"{name}: {'stopped' if was else 'not running'}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    lab = paths.LabPaths(paths.lab_dir(args.lab_dir))
+    for host in list_hosts(lab):
+        record = read_record(_Files(lab, host.name).pidfile)
+        state = (
+            f"running (pid {record.pid})" if host_running(lab, host.name) and record else "stopped"
+        )
+        print(f"{host.name:14} {host.ip:16} {host.mac or '-':18} {state}")
+    return 0
+
+
+def _run(func):
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except LabError as exc:
+            print(f"racksmith lab host: {exc}", file=sys.stderr)
+            return 1
+
+    return wrapper
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--lab-dir", type=Path, help="lab state dir (default $RACKSMITH_LAB_DIR)")
+    common.add_argument("--rack", type=Path, help="rack file (default $RACKSMITH_RACK)")
+    sub = parser.add_subparsers(dest="host_command", metavar="ACTION", required=True)
+    up = sub.add_parser("up", parents=[common], help="boot a free-standing test host (molecule)")
+    up.add_argument("name")
+    up.add_argument("ip", help="address on the rack subnet; molecule blocks are .50-.199")
+    up.add_argument(
+        "--no-apt-proxy",
+        action="store_true",
+        help="boot without the apt proxy line (for testing a role that configures it)",
+    )
+    up.add_argument("--user-data", type=Path, help="cloud-config or script to apply on first boot")
+    up.set_defaults(func=_run(_cmd_up))
+    down = sub.add_parser("down", parents=[common], help="stop test hosts (fine if absent)")
+    down.add_argument("names", nargs="+", metavar="NAME")
+    down.add_argument("--keep-root", action="store_true", help="keep the host's disk")
+    down.set_defaults(func=_run(_cmd_down))
+    lst = sub.add_parser("list", parents=[common], help="list this lab's test hosts")
+    lst.set_defaults(func=_run(_cmd_list))

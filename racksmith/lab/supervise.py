@@ -1,0 +1,89 @@
+"""A tiny restart wrapper for systemd-nspawn: ``python -m racksmith.lab.supervise``.
+
+A ``systemctl reboot`` inside an nspawn host makes systemd-nspawn exit with code 133 and the
+host would be gone; ``systemd-nspawn@.service`` restarts on that code, and so does this
+wrapper (there is no systemd on the controller to do it). The wrapper is the PID the lab
+records: SIGTERM to it is forwarded once to nspawn (a clean poweroff of the host), escalated
+to a second SIGTERM (nspawn's forced stop) and then SIGKILL if the host does not go down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REBOOT_EXIT = 133
+#: More restarts than this within a minute means a boot loop, not reboots.
+MAX_RESTARTS_PER_MINUTE = 5
+
+
+class _Stop:
+    requested = False
+
+
+def _supervise(argv: Sequence[str], child_pidfile: Path | None, grace: float) -> int:
+    stop = _Stop()
+    child: subprocess.Popen | None = None
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.requested = True
+        if child is not None and child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    restarts: list[float] = []
+    while True:
+        child = subprocess.Popen(list(argv))
+        if child_pidfile:
+            child_pidfile.write_text(f"{child.pid}\n")
+        rc = _wait(child, stop, grace)
+        if stop.requested or rc != REBOOT_EXIT:
+            return rc
+        now = time.monotonic()
+        restarts = [t for t in restarts if now - t < 60] + [now]
+        if len(restarts) > MAX_RESTARTS_PER_MINUTE:
+            print(f"supervise: {len(restarts)} reboots within a minute; giving up", flush=True)
+            return rc
+        print("supervise: host rebooted (exit 133); starting it again", flush=True)
+
+
+def _wait(child: subprocess.Popen, stop: _Stop, grace: float) -> int:
+    """Wait for the child; once a stop is requested, escalate if it ignores the request."""
+    escalation = [(grace, signal.SIGTERM), (5.0, signal.SIGKILL)]
+    deadline: float | None = None
+    while True:
+        try:
+            return child.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+        if not stop.requested:
+            continue
+        now = time.monotonic()
+        if deadline is None:
+            deadline = now + escalation[0][0]
+        elif now >= deadline and escalation:
+            _, sig = escalation.pop(0)
+            child.send_signal(sig)
+            deadline = now + (escalation[0][0] if escalation else 5.0)
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m racksmith.lab.supervise")
+    parser.add_argument("--child-pidfile", type=Path)
+    parser.add_argument("--grace", type=float, default=15.0, help="seconds before forcing")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(args)
+    command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
+    if not command:
+        parser.error("no command given")
+    return _supervise(command, ns.child_pidfile, ns.grace)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
