@@ -147,8 +147,8 @@ def ensure_ca(lab: LabPaths) -> Path:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
+    lab.ca.mkdir(mode=0o755, parents=True, exist_ok=True)  # ca.pem is public; the key is 0600
     write_secret(key_path, _key_pem(key))
-    cert_path.parent.mkdir(parents=True, exist_ok=True)
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return cert_path
 
