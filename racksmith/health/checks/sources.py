@@ -1,0 +1,203 @@
+"""Source accessors: each reads one thing from the host (through ``ctx.fact``, so once per
+run), parses it with a pure parser, and turns any failure into SourceError naming the input.
+"""
+
+from __future__ import annotations
+
+from ..commands import CommandResult
+from ..outcome import Source
+from ..parsers import ParseError, kernel_log, nvlink, smi_xml, sysfs
+from ..parsers.misc import ClockState
+from . import CheckContext, SourceError
+
+SMI_XML = ("nvidia-smi", "-q", "-x")
+NVLINK_STATUS = ("nvidia-smi", "nvlink", "-s")
+NVLINK_ERRORS = ("nvidia-smi", "nvlink", "-e")
+DMESG = ("dmesg",)
+
+#: Per-command timeouts (seconds). nvidia-smi on 8 GPUs answers in about a second; a GPU in
+#: a bad state makes it hang, which is exactly what the timeout is for.
+TIMEOUTS = {SMI_XML: 30.0, NVLINK_STATUS: 20.0, NVLINK_ERRORS: 20.0, DMESG: 10.0}
+
+
+def command_source(result: CommandResult) -> Source:
+    return Source(
+        result.command,
+        result.path,
+        result.rc,
+        result.duration_s,
+        "" if result.ok else result.describe_failure(),
+    )
+
+
+def run(ctx: CheckContext, argv: tuple[str, ...], timeout_s: float | None = None) -> CommandResult:
+    """Run a command (cached per run) and record it as a source, whatever its outcome."""
+    result = ctx.host.run(argv, timeout_s or TIMEOUTS.get(argv, 10.0))
+    source = command_source(result)
+    if source not in ctx.sources:
+        ctx.sources.append(source)
+    return result
+
+
+def _output(ctx: CheckContext, argv: tuple[str, ...]) -> tuple[str, Source]:
+    result = ctx.host.run(argv, TIMEOUTS[argv])
+    if not result.ok:
+        raise SourceError(result.describe_failure())
+    return result.stdout, command_source(result)
+
+
+def smi_raw(ctx: CheckContext) -> CommandResult:
+    """``nvidia-smi -q -x`` whatever its exit code (the nvidia_smi check reads the code)."""
+    return run(ctx, SMI_XML)
+
+
+def smi(ctx: CheckContext) -> smi_xml.SmiLog:
+    def compute():
+        text, source = _output(ctx, SMI_XML)
+        try:
+            return smi_xml.parse(text), source
+        except ParseError as exc:
+            raise SourceError(f"cannot parse `{' '.join(SMI_XML)}` output: {exc}") from None
+
+    return ctx.fact("smi", compute)
+
+
+def nvlink_status(ctx: CheckContext) -> dict[int, list[nvlink.Link]]:
+    def compute():
+        text, source = _output(ctx, NVLINK_STATUS)
+        try:
+            return nvlink.parse_status(text), source
+        except ParseError as exc:
+            raise SourceError(f"cannot parse `{' '.join(NVLINK_STATUS)}` output: {exc}") from None
+
+    return ctx.fact("nvlink_status", compute)
+
+
+def nvlink_errors(ctx: CheckContext) -> dict[int, dict[int, dict[str, int]]]:
+    def compute():
+        text, source = _output(ctx, NVLINK_ERRORS)
+        try:
+            return nvlink.parse_errors(text), source
+        except ParseError as exc:
+            raise SourceError(f"cannot parse `{' '.join(NVLINK_ERRORS)}` output: {exc}") from None
+
+    return ctx.fact("nvlink_errors", compute)
+
+
+def kernel_log_lines(ctx: CheckContext) -> list[kernel_log.Line]:
+    """The kernel log, limited to the profile's window (``kernel_log.window_s``) if any."""
+
+    def compute():
+        text, source = _output(ctx, DMESG)
+        lines = kernel_log.parse(text)
+        if not lines:
+            raise SourceError("`dmesg` printed nothing: cannot show the kernel log is clean")
+        return lines, source
+
+    lines = ctx.fact("dmesg", compute)
+    window = ctx.profile.get("kernel_log.window_s")
+    if window is None:
+        return lines
+    return kernel_log.since(lines, uptime(ctx), float(window))
+
+
+def uptime(ctx: CheckContext) -> float:
+    def compute():
+        path = ctx.host.proc("uptime")
+        try:
+            return float(ctx.host.read(path).split()[0]), Source(str(path), str(path))
+        except (OSError, ValueError, IndexError) as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+
+    return ctx.fact("uptime", compute)
+
+
+_PCI_ATTRS = (
+    "vendor",
+    "class",
+    "current_link_speed",
+    "current_link_width",
+    "max_link_speed",
+    "max_link_width",
+)
+
+
+def pci_links(ctx: CheckContext) -> list[sysfs.PciLink]:
+    """GPUs, HCAs and NVMe drives from sysfs (other PCI functions are ignored)."""
+
+    def compute():
+        root = ctx.host.sys("bus/pci/devices")
+        try:
+            devices = sorted(root.iterdir())
+        except OSError as exc:
+            raise SourceError(f"cannot list {root}: {exc}") from None
+        links = []
+        for device in devices:
+            try:
+                link = sysfs.pci_link(device.name, ctx.host.read_attrs(device, _PCI_ATTRS))
+            except ParseError as exc:
+                raise SourceError(f"{root}: {exc}") from None
+            if link.kind:
+                links.append(link)
+        return links, Source(str(root), str(root))
+
+    return ctx.fact("pci", compute)
+
+
+_IB_ATTRS = ("state", "phys_state", "rate", "link_layer")
+
+
+def ib_ports(ctx: CheckContext) -> tuple[list[sysfs.IbPort], dict[str, str]]:
+    """(ports with their error counters, firmware version per HCA). No InfiniBand class
+    directory means no HCAs: the check compares that with the expected count."""
+
+    def compute():
+        root = ctx.host.sys("class/infiniband")
+        source = Source(str(root), str(root))
+        if not root.is_dir():
+            return ([], {}), source
+        ports, firmware = [], {}
+        try:
+            for device in sorted(root.iterdir()):
+                firmware[device.name] = ctx.host.read_attrs(device, ("fw_ver",)).get("fw_ver", "")
+                for port_dir in sorted((device / "ports").iterdir()):
+                    counter_dir = port_dir / "counters"
+                    names = (
+                        sorted(p.name for p in counter_dir.iterdir())
+                        if counter_dir.is_dir()
+                        else []
+                    )
+                    ports.append(
+                        sysfs.ib_port(
+                            device.name,
+                            int(port_dir.name),
+                            ctx.host.read_attrs(port_dir, _IB_ATTRS),
+                            ctx.host.read_attrs(counter_dir, names),
+                        )
+                    )
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot read {root}: {exc}") from None
+        return (ports, firmware), source
+
+    return ctx.fact("ib", compute)
+
+
+def proc_modules(ctx: CheckContext) -> frozenset[str]:
+    def compute():
+        path = ctx.host.proc("modules")
+        try:
+            return sysfs.module_names(ctx.host.read(path)), Source(str(path), str(path))
+        except OSError as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+
+    return ctx.fact("modules", compute)
+
+
+def clock_state(ctx: CheckContext) -> ClockState:
+    def compute():
+        try:
+            return ctx.host.clock_state(), Source("adjtimex(2)")
+        except OSError as exc:
+            raise SourceError(f"adjtimex(2) failed: {exc}") from None
+
+    return ctx.fact("clock", compute)
