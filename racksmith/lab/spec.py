@@ -24,6 +24,13 @@ KNOWN_FAULTS = frozenset(
         "bmc_503",  # BMC answers 503 (RAC0218 session limit) until it recovers
         "bmc_malformed",  # BMC returns JSON that is not Redfish
         "missing_gpu",  # one GPU absent from the Processors collection
+        "bmc_hang",  # BMC accepts connections but never answers
+        "bmc_busy",  # BMC session table full (leaked sessions): 503 RAC0218 on every login
+        "bmc_reset",  # BMC resets every connection after login (RST)
+        "bmc_empty_systems",  # Systems collection has no members (iDRAC after a job-queue clear)
+        "bmc_empty_nics",  # EthernetInterfaces has no members (iDRAC 7.00); adapters still list MACs
+        "bmc_clock_skew",  # BMC clock runs hours ahead of the controller
+        "bmc_boot_quirk",  # boot-override PATCH answers 400 "depends on other attribute(s)" but applies
         "commission_fails",  # MAAS commissioning fails with an event
         "deploy_fails",  # MAAS deployment fails with an installation log
         "power_fails",  # MAAS power action fails, machine reverts to New
@@ -64,6 +71,10 @@ class Server:
         """Locally administered, unicast MACs: ``02:5a:<index 2 bytes>:<port>:00``."""
         hi, lo = divmod(self.index, 256)
         return f"02:5a:{hi:02x}:{lo:02x}:{port:02x}:00"
+
+    def gpu_serial(self, slot: int) -> str:
+        """Thirteen digits, like an NVIDIA board serial (``1654422007043``); one per GPU slot."""
+        return f"16549{self.index:05d}{slot:03d}"
 
     @property
     def pxe_mac(self) -> str:
