@@ -1,0 +1,136 @@
+"""MAAS API keys and the OAuth 1.0 PLAINTEXT ``Authorization`` header.
+
+MAAS authenticates API calls with OAuth 1.0 in PLAINTEXT mode (maas-api.md §1): the signature
+is the consumer secret (always empty) and the token secret joined by ``&``. It is simple
+enough to build by hand, as gomaasapi and the maas.maas collection do, which keeps this module
+free of oauthlib and runnable inside an Ansible module. Every attempt gets a fresh nonce and
+timestamp because MAAS refuses a reused nonce.
+
+Where credentials come from is decided here too (explicit value, environment, or a
+``KEY=VALUE`` credentials file such as the lab's ``secrets/maas.env``), so that the modules,
+the inventory plugin and the CLI resolve them the same way and name the *source* when
+something is wrong, never the value.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from racksmith.maas.errors import MaasConfigError
+
+REDACTED = "********"
+
+
+def _escape(value: str) -> str:
+    """RFC 5849 §3.6 percent-encoding (unreserved characters only are left alone)."""
+    return quote(value, safe="~")
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A MAAS API key ``consumer_key:token_key:token_secret``; its repr never shows it."""
+
+    consumer_key: str
+    token_key: str
+    token_secret: str
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "MAAS API key") -> ApiKey:
+        parts = (text or "").strip().split(":")
+        if len(parts) != 3 or not all(parts):
+            raise MaasConfigError(
+                f"{source} must have the form consumer_key:token_key:token_secret "
+                f"(got {len(parts)} non-empty part(s) separated by ':')"
+            )
+        return cls(*parts)
+
+    def __repr__(self) -> str:
+        return f"ApiKey({REDACTED})"
+
+    __str__ = __repr__
+
+    def secrets(self) -> tuple[str, ...]:
+        """The strings that must never leave this process: the key and each of its parts."""
+        whole = f"{self.consumer_key}:{self.token_key}:{self.token_secret}"
+        return (whole, self.token_secret, self.token_key, self.consumer_key)
+
+    def redact(self, text: str) -> str:
+        for value in self.secrets():
+            if value:
+                text = text.replace(value, REDACTED)
+        return text
+
+    def authorization(self, *, timestamp: int, nonce: str | None = None) -> str:
+        """The ``Authorization`` header value for one attempt (never reuse it)."""
+        nonce = nonce or str(secrets.randbelow(10**29))
+        signature = f"{_escape('')}&{_escape(self.token_secret)}"
+        params = (
+            ("oauth_nonce", nonce),
+            ("oauth_timestamp", str(timestamp)),
+            ("oauth_version", "1.0"),
+            ("oauth_signature_method", "PLAINTEXT"),
+            ("oauth_consumer_key", self.consumer_key),
+            ("oauth_token", self.token_key),
+            ("oauth_signature", signature),
+        )
+        return 'OAuth realm="OAuth", ' + ", ".join(f'{k}="{_escape(v)}"' for k, v in params)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``export`` prefix, quotes and comments allowed) as a dict."""
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MaasConfigError(f"cannot read MAAS credentials file {path}: {exc.strerror}") from None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, value = line.removeprefix("export ").partition("=")
+        values[name.strip()] = value.strip().strip("'\"")
+    return values
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Where to reach MAAS and the key to sign with; repr hides the key."""
+
+    url: str
+    key: ApiKey
+
+
+def resolve_credentials(
+    url: str | None = None,
+    api_key: str | None = None,
+    credentials_file: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Credentials:
+    """Explicit values first, then ``MAAS_URL`` / ``MAAS_API_KEY``, then the credentials file."""
+    environ = os.environ if environ is None else environ
+    url_source, key_source = "url", "api_key"
+    if not url and environ.get("MAAS_URL"):
+        url, url_source = environ["MAAS_URL"], "environment variable MAAS_URL"
+    if not api_key and environ.get("MAAS_API_KEY"):
+        api_key, key_source = environ["MAAS_API_KEY"], "environment variable MAAS_API_KEY"
+    if (not url or not api_key) and credentials_file:
+        path = Path(credentials_file)
+        from_file = read_env_file(path)
+        if not url and from_file.get("MAAS_URL"):
+            url, url_source = from_file["MAAS_URL"], f"MAAS_URL in {path}"
+        if not api_key and from_file.get("MAAS_API_KEY"):
+            api_key, key_source = from_file["MAAS_API_KEY"], f"MAAS_API_KEY in {path}"
+    if not url:
+        raise MaasConfigError(
+            "no MAAS URL: set MAAS_URL (e.g. http://maas:5240/MAAS/) or pass url/credentials_file"
+        )
+    if not api_key:
+        raise MaasConfigError("no MAAS API key: set MAAS_API_KEY or pass api_key/credentials_file")
+    if not url.startswith(("http://", "https://")):
+        raise MaasConfigError(f"{url_source} must start with http:// or https://")
+    return Credentials(url=url, key=ApiKey.parse(api_key, source=key_source))
