@@ -1,0 +1,336 @@
+# racksmith: Ansible inventory plugin over racksmith.redfish (a thin adapter; logic lives there).
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: redfish
+short_description: Discover servers through their BMCs (Redfish, Dell iDRAC first)
+description:
+  - Queries every BMC in C(targets) concurrently (bounded by C(concurrency), each BMC within
+    C(deadline) seconds) and adds one host per server with C(redfish_*) hardware facts.
+  - A BMC that is dead, slow, rejects the credentials or answers with unusable data never fails
+    the inventory. Its host lands in C(bmc_unreachable), C(bmc_timeout), C(bmc_auth_failed) or
+    C(bmc_malformed) with C(redfish_error) saying why. Healthy hosts are in C(bmc_ok).
+  - Two BMCs reporting the same MAC, serial, service tag or UUID are both put in
+    C(bmc_duplicate) (not C(bmc_ok)); they are never merged into one host.
+  - Credentials are taken by reference (environment variables, an env file, or a vault-encrypted
+    C(password)); a plain-text password in the inventory file is refused. Cached data holds
+    discovered facts only, never a credential.
+extends_documentation_fragment:
+  - constructed
+  - inventory_cache
+options:
+  plugin:
+    description: Marks this file as a racksmith Redfish inventory.
+    required: true
+    choices: [redfish]
+  targets:
+    description:
+      - BMCs as C(HOST[:PORT]), C(HOST:PORT-PORT), CIDRs (C(10.0.0.0/28)) or address ranges
+        (C(10.0.0.10-10.0.0.40), C(10.0.0.10-40)).
+    type: list
+    elements: str
+    required: true
+  port:
+    description: Port for targets that name none.
+    type: int
+    default: 443
+  scheme:
+    description: C(https) for real BMCs; C(http) only for emulators.
+    type: str
+    default: https
+    choices: [https, http]
+  username:
+    description: BMC user name; when unset, C(username_env) (or C(credentials_file)) supplies it.
+    type: str
+  username_env:
+    description: Environment variable holding the user name.
+    type: str
+    default: RACKSMITH_BMC_USERNAME
+  password:
+    description: A vault-encrypted password (C(!vault)). Plain text is refused.
+    type: str
+  password_env:
+    description: Environment variable holding the password.
+    type: str
+    default: RACKSMITH_BMC_PASSWORD
+  credentials_file:
+    description:
+      - A C(KEY=VALUE) file read for the two variables when the environment lacks them (the lab's
+        C(secrets/bmc.env)). C(${VAR:-default}) and C(~) are expanded.
+    type: str
+  ca_bundle:
+    description: CA bundle used to verify BMC certificates (C(${VAR:-default}) expanded). Default is the system store.
+    type: str
+  validate_certs:
+    description: Set to false only to opt out of TLS verification; every BMC is then logged as insecure.
+    type: bool
+    default: true
+  auth:
+    description: C(session) (Redfish session, Basic when the BMC has no session service) or C(basic).
+    type: str
+    default: session
+    choices: [session, basic]
+  concurrency:
+    description: BMCs queried at once.
+    type: int
+    default: 64
+  deadline:
+    description: Seconds each BMC may take in total (all its requests, retries and backoff).
+    type: float
+    default: 120
+  connect_timeout:
+    description: Seconds to wait for a connection.
+    type: float
+    default: 5
+  read_timeout:
+    description: Seconds to wait for each answer.
+    type: float
+    default: 30
+  retries:
+    description: Extra attempts after connection errors (safe requests only).
+    type: int
+    default: 2
+  pxe_rules:
+    description:
+      - How to pick the PXE NIC, tried in order; C(redfish_pxe_rule) says which matched.
+      - C(id:<NIC id>), C(slot:<n>), C(prefix:<id prefix>), C(link:up), C(first).
+    type: list
+    elements: str
+    default: ["id:NIC.Integrated.1-1-1", "id:NIC.Embedded.1-1-1", "link:up"]
+  extras:
+    description: Extra facts to collect (more requests per BMC).
+    type: list
+    elements: str
+    default: []
+    choices: [firmware, infiniband, pcie, memory]
+  hostname:
+    description: Jinja2 template for the inventory hostname, over the un-prefixed facts.
+    type: str
+    default: "{{ service_tag | lower }}"
+  failed_hostname:
+    description: Template for hosts whose BMC gave no facts (only C(bmc) is known).
+    type: str
+    default: "bmc-{{ bmc | replace(':', '-') }}"
+"""
+
+EXAMPLES = r"""
+plugin: redfish
+targets: [10.20.0.0/26, 10.20.1.10-10.20.1.40]
+ca_bundle: /etc/racksmith/bmc-ca.pem
+concurrency: 64
+deadline: 90
+keyed_groups:
+  - key: redfish_model
+    prefix: model
+"""
+
+import logging
+import os
+import re
+import time
+from typing import Any
+
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+
+try:
+    from ansible.template import trust_as_template
+except ImportError:  # ansible-core < 2.19: templates from inventory config are trusted anyway
+    def trust_as_template(value):
+        return value
+
+try:
+    from racksmith.redfish import credentials as rs_credentials
+    from racksmith.redfish import targets as rs_targets
+    from racksmith.redfish.client import ClientOptions
+    from racksmith.redfish.discover import DiscoveryOptions, discover
+except ImportError as exc:  # pragma: no cover - depends on the controller's environment
+    RACKSMITH_IMPORT_ERROR: ImportError | None = exc
+else:
+    RACKSMITH_IMPORT_ERROR = None
+
+FAILURE_GROUPS = ("bmc_unreachable", "bmc_auth_failed", "bmc_malformed", "bmc_timeout", "bmc_duplicate")
+PREFIX = "redfish_"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class _DisplayHandler(logging.Handler):
+    """racksmith's log records -> Ansible's display (warnings stay warnings, detail at -vvv)."""
+
+    def __init__(self, display):
+        super().__init__()
+        self.display = display
+
+    def emit(self, record):
+        message = f"redfish: {record.getMessage()}"
+        if record.levelno >= logging.WARNING:
+            self.display.warning(message)
+        elif record.levelno >= logging.INFO:
+            self.display.vv(message)
+        else:
+            self.display.vvvv(message)
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+    NAME = "redfish"
+
+    def verify_file(self, path):
+        return super().verify_file(path) and path.endswith(("redfish.yml", "redfish.yaml"))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        if RACKSMITH_IMPORT_ERROR is not None:
+            raise AnsibleParserError(f"the redfish inventory needs the racksmith package: {RACKSMITH_IMPORT_ERROR}")
+        config = self._read_config_data(path)
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option("cache")
+        records = None
+        if use_cache and cache:
+            try:
+                records = self._cache[cache_key]
+            except KeyError:
+                records = None
+        if records is None:
+            records = self._discover(config, path)
+            if use_cache:
+                self._cache[cache_key] = records  # facts and reasons only: never a credential
+        self._populate(records)
+
+    # -- discovery ---------------------------------------------------------------------------------
+
+    def _vault_password(self, config, path):
+        """The password from a ``!vault`` value in the file, None when unset; plain text is refused."""
+        raw = config.get("password")
+        if raw is None:
+            return None
+        try:
+            from ansible.parsing.vault import VaultHelper
+
+            vaulted = VaultHelper.get_ciphertext(raw, with_tags=False) is not None
+        except ImportError:  # pragma: no cover - ansible-core < 2.19
+            vaulted = type(raw).__name__ == "AnsibleVaultEncryptedUnicode"
+        if not vaulted:
+            raise AnsibleParserError(f"{path}: 'password' is plain text; use password_env, credentials_file or !vault")
+        return str(raw)
+
+    def _credentials(self, config, path):
+        password = self._vault_password(config, path)
+        env_file = self.get_option("credentials_file")
+        try:
+            if password is None:
+                return rs_credentials.from_env(
+                    self.get_option("username_env"),
+                    self.get_option("password_env"),
+                    env_file=rs_credentials.expand_path(env_file) if env_file else None,
+                    username=self.get_option("username"),
+                )
+            user = self.get_option("username") or os.environ.get(self.get_option("username_env"))
+            if not user:
+                raise rs_credentials.CredentialsError(f"a vault password needs 'username' or {self.get_option('username_env')}")
+            return rs_credentials.Credentials(user, password)
+        except rs_credentials.CredentialsError as exc:
+            raise AnsibleParserError(f"{path}: {exc}") from None
+
+    def _discover(self, config, path):
+        try:
+            found = rs_targets.expand(self.get_option("targets"), default_port=self.get_option("port"))
+            ca_bundle = self.get_option("ca_bundle")
+            ca_path = str(rs_credentials.expand_path(ca_bundle)) if ca_bundle else None
+            if ca_path and self.get_option("validate_certs"):
+                with open(ca_path, "rb"):
+                    pass
+            options = DiscoveryOptions(
+                client=ClientOptions(
+                    scheme=self.get_option("scheme"),
+                    verify=self.get_option("validate_certs"),
+                    ca_bundle=ca_path,
+                    connect_timeout=float(self.get_option("connect_timeout")),
+                    read_timeout=float(self.get_option("read_timeout")),
+                    retries=int(self.get_option("retries")),
+                    auth=self.get_option("auth"),
+                ),
+                concurrency=int(self.get_option("concurrency")),
+                deadline=float(self.get_option("deadline")),
+                pxe_rules=tuple(self.get_option("pxe_rules")),
+                extras=frozenset(self.get_option("extras") or ()),
+            )
+        except OSError as exc:
+            raise AnsibleParserError(f"{path}: ca_bundle {exc.filename}: {exc.strerror}") from None
+        except (rs_targets.TargetError, ValueError) as exc:
+            raise AnsibleParserError(f"{path}: {exc}") from None
+        creds = self._credentials(config, path)
+        handler = _DisplayHandler(self.display)
+        logger = logging.getLogger("racksmith.redfish")
+        logger.addHandler(handler)
+        previous_level = logger.level
+        logger.setLevel(logging.DEBUG if self.display.verbosity >= 4 else logging.INFO)
+        started = time.monotonic()
+        try:
+            results = discover(found, creds, options)
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(previous_level)
+        records = []
+        for result in results:
+            record = result.as_dict()
+            record["group"] = result.group
+            records.append(record)
+        failed = [r for r in records if r["group"] != "bmc_ok"]
+        self.display.v(
+            f"redfish: {len(records) - len(failed)}/{len(records)} BMCs ok in {time.monotonic() - started:.1f}s"
+        )
+        if failed:
+            by_group = {}
+            for r in failed:
+                by_group[r["group"]] = by_group.get(r["group"], 0) + 1
+            summary = ", ".join(f"{n} in {g}" for g, n in sorted(by_group.items()))
+            self.display.warning(f"redfish: {len(failed)} of {len(records)} BMCs failed ({summary}); see redfish_error")
+        return records
+
+    # -- inventory -----------------------------------------------------------------------------------
+
+    def _render(self, template, variables):
+        self.templar.available_variables = variables
+        return str(self.templar.template(trust_as_template(template))).strip()
+
+    def _hostname(self, record):
+        facts = {k: v for k, v in record.items() if k != "group"}
+        if record.get("service_tag"):
+            try:
+                name = self._render(self.get_option("hostname"), facts)
+            except Exception as exc:
+                return None, f"hostname template failed: {exc}"
+            if _SAFE_NAME.match(name or ""):
+                return name, None
+            return None, f"hostname template gave {name!r}, not a usable host name"
+        return None, None
+
+    def _populate(self, records):
+        for group in ("bmc_ok", *FAILURE_GROUPS):
+            self.inventory.add_group(group)
+        named = []
+        for record in records:
+            record = dict(record)
+            name, problem = self._hostname(record)
+            if problem:
+                record["group"] = "bmc_malformed"
+                record["error"] = problem
+                record["error_kind"] = "malformed"
+            if name is None:
+                name = self._render(self.get_option("failed_hostname"), {"bmc": record["bmc"]})
+            named.append((name, record))
+        counts = {}
+        for name, _ in named:
+            counts[name] = counts.get(name, 0) + 1
+        strict = self.get_option("strict")
+        for name, record in named:
+            if counts[name] > 1:  # never merge two BMCs into one host
+                name = f"{name}-{re.sub(r'[^A-Za-z0-9]+', '-', record['bmc']).strip('-')}"
+            group = record.pop("group")
+            host = self.inventory.add_host(name, group=group)
+            hostvars = {PREFIX + key: value for key, value in record.items()}
+            for key, value in hostvars.items():
+                self.inventory.set_variable(host, key, value)
+            self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)
+            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host, strict=strict)
+            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host, strict=strict)

@@ -1,0 +1,252 @@
+"""BMC actions that change things: power, one-time PXE boot, the BMC clock.
+
+Every action reads the current state first (so a repeat is a no-op and check mode can say what
+would happen), acts, then reads back: a status code alone is not trusted, because iDRACs both
+reject requests they apply (400 "depends on other attribute(s)" on a boot PATCH that took
+effect) and accept requests they do not apply (PXE read back as ``UefiTarget``). Known quirks
+are tolerated explicitly and reported as warnings:
+
+- ``ResetType: On`` on a server that is on answers **409 IDRAC.x.PSU501**: that is "already
+  on", not a failure;
+- the boot override PATCH may answer 400 and still be applied; the read-back decides;
+- reset types are checked against ``ResetType@Redfish.AllowableValues`` before posting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from racksmith.redfish import parse
+from racksmith.redfish.client import RedfishClient
+from racksmith.redfish.errors import ErrorKind, RedfishError
+
+SYSTEMS = "/redfish/v1/Systems"
+MANAGERS = "/redfish/v1/Managers"
+ALREADY_ON = "PSU501"
+
+POWER_STATES = ("on", "off", "graceful-off", "cycle", "restart")
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    changed: bool
+    before: Any
+    after: Any
+    message: str
+    warnings: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "before": self.before,
+            "after": self.after,
+            "message": self.message,
+            "warnings": list(self.warnings),
+            **self.details,
+        }
+
+
+def _fail(client: RedfishClient, kind: ErrorKind, reason: str) -> RedfishError:
+    return RedfishError(kind, reason, bmc=str(client.target))
+
+
+def system(client: RedfishClient) -> parse.SystemInfo:
+    """The (first) ComputerSystem behind this BMC, found through the collection."""
+    systems = client.get_collection(SYSTEMS)
+    if not systems:
+        raise _fail(client, ErrorKind.INCOMPLETE, "Systems collection is empty")
+    return parse.parse_system(systems[0])
+
+
+def _wait_for(
+    client: RedfishClient, uri: str, want: Callable[[parse.SystemInfo], bool], wait: float, poll: float
+) -> parse.SystemInfo:
+    end = time.monotonic() + wait
+    while True:
+        current = parse.parse_system(client.get(uri))
+        if want(current) or time.monotonic() >= end:
+            return current
+        time.sleep(min(poll, max(0.0, end - time.monotonic())))
+
+
+# -- power ---------------------------------------------------------------------------------------
+
+
+def _reset_type(info: parse.SystemInfo, state: str, client: RedfishClient) -> str:
+    preferences = {
+        "on": ("On",),
+        "off": ("ForceOff",),
+        "graceful-off": ("GracefulShutdown",),
+        "cycle": ("PowerCycle", "ForceRestart"),
+        "restart": ("GracefulRestart", "ForceRestart"),
+    }[state]
+    if not info.reset_types:  # nothing advertised: use the standard name
+        return preferences[0]
+    for reset_type in preferences:
+        if reset_type in info.reset_types:
+            return reset_type
+    raise _fail(
+        client,
+        ErrorKind.UNSUPPORTED,
+        f"power {state}: BMC allows only {', '.join(info.reset_types)} (wanted {' or '.join(preferences)})",
+    )
+
+
+def power(
+    client: RedfishClient, state: str, *, check_mode: bool = False, wait: float = 120.0, poll: float = 2.0
+) -> ActionResult:
+    """Bring the server to ``state`` and read the result back within ``wait`` seconds."""
+    if state not in POWER_STATES:
+        raise ValueError(f"power state must be one of {', '.join(POWER_STATES)}")
+    info = system(client)
+    before = info.power_state or "Unknown"
+    is_on = before in ("On", "PoweringOn")
+    if (state == "on" and is_on) or (state in ("off", "graceful-off") and before in ("Off", "PoweringOff")):
+        return ActionResult(False, before, before, f"already {before}")
+    if state == "cycle" and not is_on:
+        state_to_post = "on"  # cycling a server that is off means switching it on
+    else:
+        state_to_post = state
+    reset_type = _reset_type(info, state_to_post, client)
+    if check_mode:
+        return ActionResult(True, before, before, f"would post ResetType {reset_type}", details={"reset_type": reset_type})
+    if not info.reset_target:
+        raise _fail(client, ErrorKind.UNSUPPORTED, "system advertises no #ComputerSystem.Reset action")
+    response = client.post(info.reset_target, {"ResetType": reset_type})
+    warnings: list[str] = []
+    if response.status == 409 and any(ALREADY_ON in i for i in response.message_ids()):
+        warnings.append("BMC answered 409 PSU501 (server already on)")
+    elif response.status not in (200, 202, 204):
+        raise _fail(client, ErrorKind.HTTP, f"ResetType {reset_type}: HTTP {response.status} {response.message()}")
+    target_off = state in ("off", "graceful-off")
+    after_info = _wait_for(
+        client,
+        info.uri,
+        (lambda s: s.power_state == "Off") if target_off else (lambda s: s.power_state == "On"),
+        wait,
+        poll,
+    )
+    after = after_info.power_state or "Unknown"
+    if after != ("Off" if target_off else "On"):
+        raise _fail(client, ErrorKind.TIMEOUT, f"ResetType {reset_type} posted, but PowerState is {after} after {wait:g}s")
+    changed = not warnings  # a PSU501 means the server was on all along
+    return ActionResult(changed, before, after, f"ResetType {reset_type}: {before} -> {after}", tuple(warnings), {"reset_type": reset_type})
+
+
+# -- one-time boot ----------------------------------------------------------------------------------
+
+
+def boot_once(
+    client: RedfishClient, target: str = "Pxe", *, mode: str | None = None, check_mode: bool = False
+) -> ActionResult:
+    """Set a one-time boot override (next boot only) and read it back."""
+    info = system(client)
+    boot = info.boot
+    before = {"enabled": boot.enabled, "target": boot.target, "mode": boot.mode}
+    if boot.enabled == "Once" and boot.target == target and (mode is None or boot.mode == mode):
+        return ActionResult(False, before, before, f"next boot already set once to {target}")
+    if boot.allowed_targets and target not in boot.allowed_targets:
+        raise _fail(client, ErrorKind.UNSUPPORTED, f"boot target {target!r} not offered (BMC allows {', '.join(boot.allowed_targets)})")
+    wanted: dict[str, str] = {"BootSourceOverrideEnabled": "Once", "BootSourceOverrideTarget": target}
+    if mode:
+        wanted["BootSourceOverrideMode"] = mode
+    if check_mode:
+        return ActionResult(True, before, before, f"would set next boot once to {target}")
+    response = client.patch(info.uri, {"Boot": wanted})
+    warnings: list[str] = []
+    if response.status == 400:
+        # Known iDRAC behaviour: 400 although applied; the read-back below decides.
+        warnings.append(f"BMC answered 400 ({response.message()}); checked by reading back")
+    elif response.status not in (200, 202, 204):
+        raise _fail(client, ErrorKind.HTTP, f"boot override PATCH: HTTP {response.status} {response.message()}")
+    after_boot = parse.parse_system(client.get(info.uri)).boot
+    after = {"enabled": after_boot.enabled, "target": after_boot.target, "mode": after_boot.mode}
+    applied = after_boot.enabled == "Once" and (
+        after_boot.target == target or (target == "Pxe" and after_boot.target == "UefiTarget")
+    )
+    if not applied:
+        raise _fail(client, ErrorKind.HTTP, f"boot override not applied: reads back {after_boot.enabled}/{after_boot.target}")
+    if after_boot.target != target:
+        warnings.append(f"{target} reads back as {after_boot.target} (known iDRAC UEFI behaviour)")
+    return ActionResult(True, before, after, f"next boot once to {after_boot.target}", tuple(warnings))
+
+
+# -- clock ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    manager_uri: str
+    bmc_time: str
+    controller_time: str
+    skew_seconds: float  # BMC minus controller; DateTime has 1 s resolution
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bmc_time": self.bmc_time,
+            "controller_time": self.controller_time,
+            "skew_seconds": round(self.skew_seconds, 1),
+        }
+
+
+def _manager_uri(client: RedfishClient) -> str:
+    managers = client.get_collection(MANAGERS)
+    if not managers:
+        raise _fail(client, ErrorKind.INCOMPLETE, "Managers collection is empty")
+    return str(managers[0]["@odata.id"])
+
+
+def read_clock(client: RedfishClient, manager_uri: str | None = None) -> ClockReading:
+    uri = manager_uri or _manager_uri(client)
+    sent = time.time()
+    manager = parse.parse_manager(client.get(uri))
+    received = time.time()
+    if not manager.datetime:
+        raise _fail(client, ErrorKind.INCOMPLETE, f"{uri} reports no DateTime")
+    bmc = parse.parse_datetime(manager.datetime)
+    local = (sent + received) / 2
+    return ClockReading(
+        manager_uri=uri,
+        bmc_time=bmc.isoformat(),
+        controller_time=datetime.fromtimestamp(local, tz=timezone.utc).isoformat(timespec="seconds"),
+        skew_seconds=bmc.timestamp() - local,
+    )
+
+
+def clock(
+    client: RedfishClient, *, max_skew: float = 5.0, correct: bool = False, check_mode: bool = False
+) -> ActionResult:
+    """Report the BMC's clock skew; with ``correct``, set its clock when the skew is too large."""
+    reading = read_clock(client)
+    before = reading.as_dict()
+    if abs(reading.skew_seconds) <= max_skew:
+        return ActionResult(False, before, before, f"skew {reading.skew_seconds:+.0f}s within {max_skew:g}s")
+    if not correct:
+        return ActionResult(
+            False, before, before, f"skew {reading.skew_seconds:+.0f}s exceeds {max_skew:g}s (not corrected)",
+            details={"skewed": True},
+        )
+    if check_mode:
+        return ActionResult(True, before, before, f"would set the BMC clock (skew {reading.skew_seconds:+.0f}s)")
+    offset = datetime.fromisoformat(reading.bmc_time).utcoffset() or timedelta(0)
+    now = datetime.now(timezone(offset)).isoformat(timespec="seconds")
+    response = client.patch(reading.manager_uri, {"DateTime": now})
+    if response.status in (400, 405, 501):
+        raise _fail(
+            client,
+            ErrorKind.UNSUPPORTED,
+            f"BMC refused to set DateTime (HTTP {response.status} {response.message()}); configure NTP on the BMC instead",
+        )
+    if response.status not in (200, 202, 204):
+        raise _fail(client, ErrorKind.HTTP, f"DateTime PATCH: HTTP {response.status} {response.message()}")
+    after = read_clock(client, reading.manager_uri)
+    if abs(after.skew_seconds) > max_skew:
+        raise _fail(client, ErrorKind.HTTP, f"DateTime set, but skew still {after.skew_seconds:+.0f}s")
+    return ActionResult(
+        True, before, after.as_dict(), f"clock corrected: skew {reading.skew_seconds:+.0f}s -> {after.skew_seconds:+.0f}s"
+    )
