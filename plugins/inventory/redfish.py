@@ -12,6 +12,9 @@ description:
     C(bmc_malformed) with C(redfish_error) saying why. Healthy hosts are in C(bmc_ok).
   - Two BMCs reporting the same MAC, serial, service tag or UUID are both put in
     C(bmc_duplicate) (not C(bmc_ok)); they are never merged into one host.
+  - Each host also gets C(redfish_connection) (scheme, validate_certs, ca_bundle,
+    credentials_file, username_env, password_env) so the C(redfish_*) modules reach the BMC the
+    same way; it holds references, never a secret.
   - Credentials are taken by reference (environment variables, an env file, or a vault-encrypted
     C(password)); a plain-text password in the inventory file is refused. Cached data holds
     discovered facts only, never a credential.
@@ -270,9 +273,21 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         finally:
             logger.removeHandler(handler)
             logger.setLevel(previous_level)
+        # How modules reach the same BMCs with the same trust settings: references only.
+        connection = {
+            "scheme": options.client.scheme,
+            "validate_certs": options.client.verify,
+            "ca_bundle": ca_path,
+            "credentials_file": str(rs_credentials.expand_path(self.get_option("credentials_file")))
+            if self.get_option("credentials_file")
+            else None,
+            "username_env": self.get_option("username_env"),
+            "password_env": self.get_option("password_env"),
+        }
         records = []
         for result in results:
             record = result.as_dict()
+            record["connection"] = connection
             record["group"] = result.group
             records.append(record)
         failed = [r for r in records if r["group"] != "bmc_ok"]
