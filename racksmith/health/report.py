@@ -28,6 +28,7 @@ class Report:
     standin: str = ""
     hostname: str = field(default_factory=socket.gethostname)
     notes: list[str] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)  # headline measurements (load checks)
 
     @property
     def verdict(self) -> Verdict:
@@ -66,6 +67,7 @@ class Report:
             "counts": counts,
             "agent": {"python": platform.python_version(), "argv": sys.argv[1:]},
             "notes": list(self.notes),
+            **({"figures": self.figures} if self.figures else {}),
             "checks": [r.to_dict() for r in self.results],
         }
 

@@ -1,0 +1,339 @@
+"""``python3 -m racksmith.gpu run``: the load checks and the smoke test, one verdict.
+
+Order (reference, section 10): counters and clock state are read, the stress test runs on
+every GPU at once while clock events are sampled, the counters are read again, then NVLink
+peer bandwidth, the NCCL all-reduce, per-HCA ib_write_bw, and the training smoke test. The
+report has the host agent's schema (kind "load") plus headline figures; exit codes are the
+agent's: 0 fit, 1 not fit, 2 could not decide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from racksmith.health import commands
+from racksmith.health import profile as profiles
+from racksmith.health.checks import requirements
+from racksmith.health.outcome import CheckResult, skipped, unknown
+from racksmith.health.parsers import ParseError, nvlink, smi_xml
+from racksmith.health.report import Report
+
+from . import rules
+from .sku import Sku, UnknownSku, lookup
+
+PARTS = ("stress", "nvlink", "nccl", "ib", "smoke")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m racksmith.gpu", description=__doc__.splitlines()[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the load checks and the smoke test")
+    run.add_argument("--profile", default=profiles.DEFAULT_PROFILE, help="host-type profile")
+    run.add_argument("--only", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
+    run.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all visible)")
+    run.add_argument("--stress-seconds", type=float, default=30.0)
+    run.add_argument("--smoke-steps", type=int, default=300)
+    run.add_argument("--smoke-gpus", default="", help="comma-separated GPU counts (default: all)")
+    run.add_argument("--no-compile", action="store_true", help="smoke test without torch.compile")
+    run.add_argument("--out", default="load-checks", help="directory for logs and the report")
+    run.add_argument("--json", action="store_true", help="print the JSON report")
+    return parser
+
+
+def _smi(timeout: float = 30.0):
+    result = commands.run(("nvidia-smi", "-q", "-x"), timeout)
+    if not result.ok:
+        raise ParseError(result.describe_failure())
+    return smi_xml.parse(result.stdout)
+
+
+def _nvlink_errors():
+    result = commands.run(("nvidia-smi", "nvlink", "-e"), 30.0)
+    if not result.ok:
+        return None
+    try:
+        return nvlink.parse_errors(result.stdout)
+    except ParseError:
+        return None
+
+
+def _guard(name: str, title: str, func) -> CheckResult:
+    """A part that raises is UNKNOWN with the error, never a pass."""
+    try:
+        return func()
+    except Exception as exc:
+        return CheckResult(name, title, (unknown(f"{type(exc).__name__}: {str(exc)[:1500]}"),))
+
+
+def run(args: argparse.Namespace) -> Report:
+    started_wall, started = time.time(), time.monotonic()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    results: list[CheckResult] = []
+    figures: dict = {}
+    notes: list[str] = []
+
+    def finish(profile_name: str = args.profile, source: str = "") -> Report:
+        report = Report(
+            "load",
+            profile_name,
+            source,
+            results,
+            started_wall,
+            time.monotonic() - started,
+            notes=notes,
+            figures=figures,
+        )
+        (out / "load-report.json").write_text(report.to_json() + "\n")
+        return report
+
+    try:
+        profile = profiles.load(args.profile, requirements())
+    except profiles.ProfileError as exc:
+        results.append(CheckResult("profile", "Host-type profile", (unknown(str(exc)),)))
+        return finish()
+    try:
+        import torch
+    except ImportError:
+        results.append(
+            CheckResult(
+                "torch",
+                "PyTorch",
+                (
+                    unknown(
+                        "PyTorch is not installed: the load checks could not run",
+                        "Run them in the site's PyTorch container (docker --gpus all) "
+                        "or a venv with torch.",
+                    ),
+                ),
+            )
+        )
+        return finish(profile.name, profile.source)
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    expected = profile.get("gpu.count")
+    count = args.gpus or visible
+    if visible == 0 or count > visible:
+        results.append(
+            CheckResult(
+                "gpus",
+                "GPUs visible to PyTorch",
+                (
+                    unknown(
+                        f"PyTorch sees {visible} GPUs, {count or 'some'} needed: no load checks ran"
+                    ),
+                ),
+            )
+        )
+        return finish(profile.name, profile.source)
+    if expected is not None and count != expected:
+        notes.append(f"using {count} GPUs; the profile expects {expected}")
+    name = torch.cuda.get_device_name(0)
+    try:
+        sku = lookup(name)
+    except UnknownSku as exc:
+        results.append(CheckResult("sku", "GPU SKU", (unknown(str(exc)),)))
+        return finish(profile.name, profile.source)
+    gpus = list(range(count))
+    figures.update(
+        {"gpu": name, "gpus": count, "torch": torch.__version__, "cuda": torch.version.cuda}
+    )
+
+    if "stress" in parts:
+        results += _stress_parts(gpus, sku, args.stress_seconds, figures)
+        torch.cuda.empty_cache()
+    if "nvlink" in parts:
+        if not profile.has("gpu.nvlink"):
+            results.append(
+                skipped("nvlink_p2p", "NVLink peer bandwidth", "no NVLink on this host type")
+            )
+        else:
+            results.append(
+                _guard("nvlink_p2p", "NVLink peer bandwidth", lambda: _p2p(gpus, sku, figures))
+            )
+            torch.cuda.empty_cache()
+    if "nccl" in parts:
+        results.append(
+            _guard("nccl_allreduce", "NCCL all-reduce", lambda: _nccl(count, sku, out, figures))
+        )
+    if "ib" in parts:
+        results.append(_ib(profile, sku, figures))
+    if "smoke" in parts:
+        counts = [int(c) for c in args.smoke_gpus.split(",") if c.strip()] or [count]
+        for n in counts:
+            label = "smoke" if n == count else f"smoke_{n}gpu"
+            results.append(
+                _guard(
+                    label,
+                    f"Training smoke test on {n} GPU(s)",
+                    lambda n=n, label=label: _smoke(n, label, sku, args, out, figures),
+                )
+            )
+    return finish(profile.name, profile.source)
+
+
+def _stress_parts(gpus: list[int], sku: Sku, seconds: float, figures: dict) -> list[CheckResult]:
+    from . import stress
+
+    title = "GPU stress: bf16 matmul and HBM copy on random data"
+    try:
+        before, nvl_before = _smi(), _nvlink_errors()
+    except ParseError as exc:
+        before, nvl_before = None, None
+        figures["after_load_note"] = f"counters not read before load: {exc}"
+    samples: list = []
+    stop = threading.Event()
+
+    t0 = time.monotonic()
+
+    def sampler() -> None:
+        """Read clock events twice while the burn runs (it starts after a few seconds of
+        reference timings): at about half and at about 85 % of it."""
+        for share in (0.5, 0.85):
+            if stop.wait(timeout=max(0.0, t0 + 5 + share * seconds - time.monotonic())):
+                return
+            try:
+                samples.append(_smi())
+            except ParseError:
+                pass
+
+    thread = threading.Thread(target=sampler, daemon=True)
+    thread.start()
+    try:
+        measured = stress.run(gpus, seconds)
+    except Exception as exc:
+        stop.set()
+        return [CheckResult("stress", title, (unknown(f"{type(exc).__name__}: {exc}"),))]
+    stop.set()
+    thread.join(timeout=60)
+    result = rules.stress(measured, sku, seconds)
+    if len(measured) != len(gpus):
+        result = CheckResult(
+            "stress",
+            title,
+            (*result.findings, unknown(f"{len(measured)} of {len(gpus)} GPUs reported")),
+            metrics=result.metrics,
+        )
+    figures["stress"] = {
+        "seconds": seconds,
+        "per_gpu": [g.__dict__ for g in measured],
+        "sustained_over_burst_min": min(g.tflops / g.ref_tflops for g in measured),
+        "copy_over_best_min": min(g.copy_tbs / g.ref_copy_tbs for g in measured),
+    }
+    out = [result]
+    try:
+        after = _smi()
+    except ParseError as exc:
+        out.append(CheckResult("after_load", "Counters after load", (unknown(str(exc)),)))
+        return out
+    if before is None:
+        out.append(
+            CheckResult(
+                "after_load",
+                "Counters after load",
+                (unknown("counters could not be read before the load"),),
+            )
+        )
+    else:
+        result = rules.after_load(before, after, samples, nvl_before, _nvlink_errors())
+        figures["under_load"] = [
+            {
+                "gpu": g.index,
+                "sm_mhz": g.sm_clock_mhz,
+                "temp_c": g.temperature_c,
+                "clock_events": sorted(g.clock_events),
+            }
+            for s in samples
+            for g in s.gpus
+        ]
+        out.append(result)
+    return out
+
+
+def _p2p(gpus: list[int], sku: Sku, figures: dict) -> CheckResult:
+    from . import p2p
+
+    pairs = p2p.run(gpus) if len(gpus) > 1 else []
+    if pairs:
+        figures["nvlink_p2p_gbs"] = {f"{p.src}->{p.dst}": round(p.gbs, 1) for p in pairs}
+    return rules.nvlink_p2p(pairs, sku, len(gpus))
+
+
+def _nccl(count: int, sku: Sku, out: Path, figures: dict) -> CheckResult:
+    if count < 2:
+        return rules.nccl_allreduce([], count, sku, rules.NcclInfo())
+    from . import nccl
+
+    points, ranks, info, per_size, log = nccl.launch(count, out)
+    figures["nccl"] = {
+        "ranks": ranks,
+        "version": info.version,
+        "transports": list(info.transports),
+        "algorithms": per_size,
+        "nvls": info.nvls,
+        "busbw_gbs": {str(p.nbytes): round(p.busbw(ranks), 1) for p in points},
+        "log": str(log),
+    }
+    return rules.nccl_allreduce(points, ranks, sku, info)
+
+
+def _ib(profile, sku: Sku, figures: dict) -> CheckResult:
+    title = "InfiniBand per-HCA write bandwidth with GPUDirect"
+    expected = profile.get("hcas.count")
+    if not expected:
+        reason = profile.skips.get("ib_ports", "the profile expects no InfiniBand HCA")
+        return skipped("ib_write_bw", title, reason)
+    from . import ib
+
+    results = ib.run(ib.hcas())
+    figures["ib_gbps"] = {r.hca: r.gbps for r in results}
+    return rules.ib_write_bw(results, sku, expected)
+
+
+def _smoke(n: int, label: str, sku: Sku, args, out: Path, figures: dict) -> CheckResult:
+    from . import smoke
+
+    cfg = smoke.Config(steps=args.smoke_steps, compile=not args.no_compile)
+    data = smoke.launch(n, out, cfg, echo=lambda line: print(f"[{label}] {line}", flush=True))
+    run = rules.SmokeRun(
+        steps=[rules.Step(s["step"], s["loss"], s["seconds"]) for s in data["steps"]],
+        tokens_per_step=data["tokens_per_step"],
+        flops_per_token=data["flops_per_token"],
+        gpus=data["gpus"],
+        peak_tflops=data["peak_tflops"],
+        warmup=cfg.warmup,
+    )
+    result = rules.smoke(run, sku)
+    result = CheckResult(
+        label, result.title + f" on {n} GPU(s)", result.findings, metrics=result.metrics
+    )
+    mfus = [run.mfu_of(s) for s in run.timed()]
+    figures[label] = {
+        "gpus": n,
+        "n_params": data["n_params"],
+        "flops_per_token": data["flops_per_token"],
+        "tokens_per_step": data["tokens_per_step"],
+        "mfu_median": statistics.median(mfus),
+        "mfu_p10": sorted(mfus)[len(mfus) // 10],
+        "mfu_max": max(mfus),
+        **result.metrics,
+    }
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    report = run(args)
+    print(report.to_json() if args.json else report.to_text())
+    if report.figures:
+        print(json.dumps(report.figures, indent=1, default=str)[:4000], file=sys.stderr)
+    return report.exit_code
