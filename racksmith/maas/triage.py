@@ -19,15 +19,22 @@ from racksmith.maas.model import Event, Machine, NodeStatus, parse_events
 _LOG_ERROR = re.compile(
     r"(error|failed|failure|exception|traceback|no space left|not found|timed out)", re.IGNORECASE
 )
+_TOOL_ERROR = re.compile(r"\b(error|fatal):\s", re.IGNORECASE)
 _REVERT = re.compile(r"(aborting|reverting)", re.IGNORECASE)
 _TIMEOUT = re.compile(r"timed out after", re.IGNORECASE)
 
 
 def log_error_lines(log_text: str, limit: int = 5) -> list[str]:
-    """The last few lines that look like errors, most specific (latest) last."""
+    """The last few lines that look like errors, in log order."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip()]
     hits = [ln for ln in lines if _LOG_ERROR.search(ln)]
     return hits[-limit:]
+
+
+def _telling_line(lines: list[str]) -> str:
+    """A tool's own ``prog: error: what`` line says more than the wrapper's "command failed"."""
+    specific = [ln for ln in lines if _TOOL_ERROR.search(ln)]
+    return (specific or lines)[-1]
 
 
 def classify(
@@ -62,7 +69,7 @@ def classify(
     log_lines = log_error_lines(log_text)
     if log_lines:
         lead = errors[0].text if errors else f"{phase} failed"
-        return f"{lead}: {log_lines[-1]}"
+        return f"{lead}: {_telling_line(log_lines)}"
     if errors:
         return errors[0].text
     if error_description:

@@ -773,6 +773,7 @@ def sim_http_faults(ctx: Ctx) -> dict:
         rule["retry_after"] = ctx.get("retry_after")
     if ctx.get("stall"):
         rule["stall"] = float(ctx.get("stall"))
+    rule["after"] = ctx.flag("after")
     ctx.store.add_http_fault(**rule)
     return {"queued": len(ctx.store.http_faults)}
 

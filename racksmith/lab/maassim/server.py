@@ -12,6 +12,7 @@ import contextlib
 import email.utils
 import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from racksmith.lab.maassim import api
-from racksmith.lab.maassim.errors import ApiError
+from racksmith.lab.maassim.errors import ApiError, nginx_504
 from racksmith.lab.maassim.oauth import AuthFailure, verify
 from racksmith.lab.maassim.state import Store
 
@@ -107,12 +108,14 @@ class App:
             action = self._action(resource, method, op, user)
             with store.lock:
                 fault = store.take_http_fault(method, url.path, op) if user else None
-            if fault:
+            if fault and not fault.get("after"):
                 self._apply(fault)
             ctx = api.Ctx(store, method, user, args, params, headers.get("Host", "localhost"))
             with store.lock:
                 store.advance()
                 result = action.fn(ctx)
+            if fault:  # "after": the work is done, only the answer is lost (nginx 504, §4)
+                self._apply(fault)
             reply = _reply(result)
         except ApiError as exc:
             reply = Reply(exc.status, exc.body, exc.content_type, dict(exc.headers))
@@ -140,6 +143,8 @@ class App:
         if fault.get("stall"):
             time.sleep(float(fault["stall"]))  # the request then proceeds, like a slow region
             return
+        if int(fault["status"]) == 504 and not fault.get("body"):
+            raise nginx_504()
         headers = {"Retry-After": str(fault["retry_after"])} if fault.get("retry_after") else {}
         raise ApiError(
             int(fault["status"]), fault.get("body") or "Injected fault.", headers=headers
@@ -183,6 +188,12 @@ class SimHTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], app: App):
         self.app = app
         super().__init__(address, _Handler)
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that gave up (read timeout) is normal here; anything else is logged."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        log.exception("error serving %s", client_address)
 
     @property
     def url(self) -> str:

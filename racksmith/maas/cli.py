@@ -1,0 +1,194 @@
+"""``racksmith maas ...``: operator commands over the same library calls the playbooks use.
+
+Credentials come from ``MAAS_URL`` / ``MAAS_API_KEY`` or ``--credentials FILE`` (a
+``KEY=VALUE`` file such as the lab's ``secrets/maas.env``); the key is never printed.
+Destructive commands (release, mark-broken) say what they will do and need ``--yes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from racksmith.maas import lifecycle, machines, triage
+from racksmith.maas.auth import resolve_credentials
+from racksmith.maas.client import MaasClient
+from racksmith.maas.errors import MaasConfigError, MaasError, MaasNotFound, MachineFailed
+from racksmith.maas.model import Machine, parse_events
+
+
+def _connect(args: argparse.Namespace) -> MaasClient:
+    creds = resolve_credentials(credentials_file=args.credentials)
+    verify: bool | str = str(args.ca_bundle) if args.ca_bundle else not args.insecure
+    return MaasClient(creds, verify=verify)
+
+
+def _machine(client: MaasClient, ref: str) -> Machine:
+    """A machine by MAC address, hostname or system id."""
+    try:
+        found = machines.find(client, mac=machines.normalise_mac(ref))
+    except MaasConfigError:  # not a MAC
+        found = machines.find(client, hostname=ref)
+        if found is None:
+            try:
+                found = machines.read(client, ref)
+            except MaasNotFound:
+                found = None
+    if found is None:
+        raise MaasError(f"no machine with MAC, hostname or system id {ref!r}")
+    return found
+
+
+def _progress(machine: Machine) -> None:
+    print(f"  {machine.hostname}: {machine.status.display}", file=sys.stderr, flush=True)
+
+
+def _policy(args: argparse.Namespace) -> lifecycle.WaitPolicy:
+    return lifecycle.WaitPolicy.build(poll_interval=args.poll_interval, progress=_progress)
+
+
+def cmd_machines(args: argparse.Namespace, client: MaasClient) -> int:
+    params = {"status": args.status} if args.status else None
+    found = [Machine.from_json(m) for m in client.get("machines/", params)]
+    if args.json:
+        print(json.dumps([m.summary() for m in found], indent=2))
+        return 0
+    print(f"{'HOSTNAME':<16} {'SYSTEM_ID':<9} {'STATUS':<20} {'PXE MAC':<18} {'IP':<16} BOOT DISK")
+    for m in sorted(found, key=lambda m: m.hostname):
+        disk = f"{m.boot_disk.name} {m.boot_disk.model}" if m.boot_disk else "-"
+        ips = ",".join(m.ip_addresses) or "-"
+        status = m.status.display
+        print(f"{m.hostname:<16} {m.system_id:<9} {status:<20} {m.boot_mac:<18} {ips:<16} {disk}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, client: MaasClient) -> int:
+    m = _machine(client, args.machine)
+    print(json.dumps(m.summary(), indent=2))
+    data = client.get(
+        "events/", {"id": m.system_id, "level": args.level, "limit": args.limit}, op="query"
+    )
+    for event in reversed(parse_events(data)):
+        print(event.line())
+    return 0
+
+
+def cmd_triage(args: argparse.Namespace, client: MaasClient) -> int:
+    m = _machine(client, args.machine)
+    phase = "deploy" if m.status.name.endswith("DEPLOYMENT") or m.distro_series else "commissioning"
+    print(json.dumps(triage.collect(client, m, phase).as_dict(), indent=2))
+    return 0
+
+
+def cmd_deploy(args: argparse.Namespace, client: MaasClient) -> int:
+    m = _machine(client, args.machine)
+    user_data = Path(args.user_data).read_bytes() if args.user_data else None
+    options = lifecycle.DeployOptions(
+        distro_series=args.distro, hwe_kernel=args.kernel, user_data=user_data
+    )
+    outcome = lifecycle.deploy(
+        client, m, _policy(args), options, redeploy_failed=args.redeploy_failed
+    )
+    print(json.dumps(outcome.as_dict(), indent=2))
+    return 0
+
+
+def cmd_release(args: argparse.Namespace, client: MaasClient) -> int:
+    m = _machine(client, args.machine)
+    options = lifecycle.ReleaseOptions(
+        erase=args.erase, secure_erase=args.secure, quick_erase=args.quick, comment=args.comment
+    )
+    plan = lifecycle.release(client, m, _policy(args), options, check_mode=True)
+    for action in plan.actions or [f"{m.label} is {m.status.display}: nothing to release"]:
+        print(action)
+    if not plan.changed or not args.yes:
+        if plan.changed:
+            print("re-run with --yes to do it", file=sys.stderr)
+        return 0 if not plan.changed else 2
+    outcome = lifecycle.release(client, m, _policy(args), options)
+    print(json.dumps(outcome.as_dict(), indent=2))
+    return 0
+
+
+def cmd_mark_broken(args: argparse.Namespace, client: MaasClient) -> int:
+    m = _machine(client, args.machine)
+    if not args.yes:
+        print(f"would mark {m.label} ({m.status.display}) broken: {args.reason}; re-run with --yes")
+        return 2
+    print(json.dumps(machines.mark_broken(client, m, args.reason).as_dict(), indent=2))
+    return 0
+
+
+def _run(handler):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            with _connect(args) as client:
+                return handler(args, client)
+        except MachineFailed as exc:
+            print(json.dumps(exc.triage.as_dict(), indent=2))
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except MaasError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+
+    return run
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--credentials",
+        metavar="FILE",
+        help="KEY=VALUE file with MAAS_URL and MAAS_API_KEY (env vars win)",
+    )
+    common.add_argument("--ca-bundle", metavar="FILE", help="CA bundle to verify MAAS's TLS")
+    common.add_argument("--insecure", action="store_true", help="do not verify TLS (not advised)")
+    common.add_argument(
+        "--poll-interval",
+        type=float,
+        default=None,
+        help="seconds between status polls (default 10-15, jittered)",
+    )
+
+    def add(name: str, handler, help_text: str) -> argparse.ArgumentParser:
+        parser = subparsers.add_parser(
+            name, parents=[common], help=help_text, description=help_text
+        )
+        parser.set_defaults(func=_run(handler))
+        return parser
+
+    p = add("machines", cmd_machines, "list machines with status, PXE MAC, IP and boot disk")
+    p.add_argument("--status", help="filter by status name (ready, deployed, failed_deployment...)")
+    p.add_argument("--json", action="store_true")
+    p = add("show", cmd_show, "one machine (by hostname, system id or MAC) and its recent events")
+    p.add_argument("machine")
+    p.add_argument("--level", default="INFO")
+    p.add_argument("--limit", type=int, default=30)
+    p = add("triage", cmd_triage, "collect events and logs of a failed machine and name the cause")
+    p.add_argument("machine")
+    p = add("deploy", cmd_deploy, "deploy a Ready machine and wait for Deployed")
+    p.add_argument("machine")
+    p.add_argument("--distro", default="jammy")
+    p.add_argument("--kernel", help="HWE kernel, e.g. hwe-22.04 (default: MAAS's)")
+    p.add_argument("--user-data", metavar="FILE", help="cloud-init user data")
+    p.add_argument(
+        "--redeploy-failed",
+        action="store_true",
+        help="release and redeploy a machine in Failed deployment",
+    )
+    p = add("release", cmd_release, "release a machine (optionally erasing disks); needs --yes")
+    p.add_argument("machine")
+    p.add_argument("--erase", action="store_true")
+    p.add_argument("--secure", action="store_true", help="secure erase (with --erase)")
+    p.add_argument("--quick", action="store_true", help="quick erase (with --erase)")
+    p.add_argument("--comment")
+    p.add_argument("--yes", action="store_true", help="do it (default: only say what would happen)")
+    p = add(
+        "mark-broken", cmd_mark_broken, "quarantine a machine in MAAS with a reason; needs --yes"
+    )
+    p.add_argument("machine")
+    p.add_argument("--reason", required=True)
+    p.add_argument("--yes", action="store_true")
