@@ -24,6 +24,7 @@ Rules this module keeps:
 from __future__ import annotations
 
 import errno
+import re
 import logging
 import math
 import random
@@ -204,6 +205,8 @@ class RedfishClient:
         if self.options.scheme == "https":
             if not self.options.verify:
                 log.warning("TLS verification is DISABLED for BMC %s (insecure opt-out)", target)
+                # Said once per BMC above; urllib3 would repeat it on every request.
+                urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
                 self._http.verify = False
             else:
                 self._http.verify = self.options.ca_bundle or True
@@ -378,6 +381,13 @@ class RedfishClient:
             )
         return (min(self.options.connect_timeout, remaining), min(self.options.read_timeout, remaining))
 
+    def _timeout_error(self, what: str, event: str, used: float, configured: float) -> RedfishError:
+        if used < configured:  # the per-BMC deadline, not the request timeout, ran out
+            reason = f"{what}: {event} before the per-BMC deadline of {self.deadline.seconds:g}s"
+        else:
+            reason = f"{what}: {event} within {used:.1f}s"
+        return RedfishError(ErrorKind.TIMEOUT, reason, bmc=str(self.target))
+
     def _sleep(self, seconds: float, error: RedfishError) -> None:
         """Back off, unless the deadline would expire first (then give up with ``error``)."""
         if seconds >= self.deadline.remaining():
@@ -400,20 +410,16 @@ class RedfishClient:
                 raw = self._http.request(method, url, json=json, timeout=timeout, allow_redirects=False)
             except requests.exceptions.SSLError as exc:
                 self._count(method)
-                raise RedfishError(ErrorKind.TLS, f"{what}: TLS failed: {_short(exc)}", bmc=str(self.target)) from None
+                raise RedfishError(ErrorKind.TLS, f"{what}: TLS failed: {_tls_reason(exc)}", bmc=str(self.target)) from None
             except requests.exceptions.ConnectTimeout:
                 self._count(method)
-                error = RedfishError(
-                    ErrorKind.TIMEOUT, f"{what}: no connection within {timeout[0]:.1f}s", bmc=str(self.target)
-                )
+                error = self._timeout_error(what, "no connection", timeout[0], self.options.connect_timeout)
                 if attempt >= self.options.retries:
                     raise error from None
             except requests.exceptions.ReadTimeout:
                 self._count(method)
                 # Not retried: a slow BMC asked again only gets slower.
-                raise RedfishError(
-                    ErrorKind.TIMEOUT, f"{what}: no answer within {timeout[1]:.1f}s", bmc=str(self.target)
-                ) from None
+                raise self._timeout_error(what, "no answer", timeout[1], self.options.read_timeout) from None
             except requests.exceptions.ConnectionError as exc:
                 self._count(method)
                 kind = _classify_connection_error(exc)
@@ -474,6 +480,12 @@ class RedfishClient:
         return RedfishError(
             ErrorKind.HTTP, reason, bmc=str(self.target), status=response.status, message_id=next(iter(ids), None)
         )
+
+
+def _tls_reason(exc: BaseException) -> str:
+    """``certificate verify failed: unable to get local issuer certificate`` from urllib3's wrapping."""
+    match = re.search(r"\[SSL: [A-Z_]+\] ([^(]+?)\s*\(_ssl", str(exc))
+    return match.group(1) if match else _short(exc)
 
 
 def _describe(kind: ErrorKind) -> str:

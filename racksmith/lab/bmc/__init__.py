@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
                         help=f"lab state directory (default: $RACKSMITH_LAB_DIR or {DEFAULT_LAB_DIR})")
     parser.add_argument("--count", type=int, help="serve N synthesized healthy BMCs instead of the rack's servers")
     parser.add_argument("--model", choices=MODELS, default="hgx-h200-8gpu", help="model for --count (default %(default)s)")
-    parser.add_argument("--base-port", type=int, help="first port (default: the rack's bmc.base_port, or 18443 with --count)")
+    parser.add_argument("--base-port", type=int, help="first port (default: the rack's bmc.base_port, or 18443 with --count); 0: any free ports, see state.json")
     parser.add_argument("--listen", help="address to listen on (default: the rack's bmc.listen, 127.0.0.1)")
     parser.add_argument("--scheme", choices=("http", "https"), help="default: the rack's bmc.scheme (https)")
     parser.add_argument("--latency", default="0", type=Latency.parse,
@@ -62,9 +62,10 @@ def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], st
     if args.count:
         if args.count < 1:
             raise SystemExit("--count must be at least 1")
-        base = args.base_port or 18443
-        servers = synthesized_servers(args.count, args.model, base)
-        return servers, [s.bmc_port for s in servers], args.listen or "127.0.0.1", args.scheme or "https"
+        base = 18443 if args.base_port is None else args.base_port
+        servers = synthesized_servers(args.count, args.model, base or 1)
+        ports = [0] * len(servers) if base == 0 else [s.bmc_port for s in servers]
+        return servers, ports, args.listen or "127.0.0.1", args.scheme or "https"
     try:
         rack = spec.load(args.rack)
     except spec.SpecError as exc:
@@ -72,7 +73,9 @@ def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], st
     for server in rack.servers:
         if server.model not in MODELS:
             raise SystemExit(f"{rack.path}: server {server.name} has model {server.model!r}; the BMC emulation knows {', '.join(MODELS)}")
-    if args.base_port:
+    if args.base_port == 0:
+        ports = [0] * len(rack.servers)
+    elif args.base_port:
         ports = [args.base_port + i for i in range(len(rack.servers))]
     else:
         ports = [s.bmc_port for s in rack.servers]
