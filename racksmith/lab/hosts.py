@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -88,6 +89,13 @@ def nspawn_argv(host: HostSpec, root: Path) -> list[str]:
         "--resolv-conf=off",  # keep `nameserver 127.0.0.1`: no resolver off the bridge
         "--link-journal=no",
     ]
+
+
+def nspawn_env(base: Mapping[str, str]) -> dict[str, str]:
+    """nspawn mounts /proc/sys read-only; with a namespace of our own (not one nspawn made)
+    it would also lock /proc/sys/net. The host owns its network namespace, so let it set
+    net.* sysctls as a real host would; kernel-wide ones stay read-only."""
+    return {**base, "SYSTEMD_NSPAWN_API_VFS_WRITABLE": "network"}
 
 
 def supervised_argv(host: HostSpec, root: Path, child_pidfile: Path) -> list[str]:
@@ -209,6 +217,7 @@ def start_host(
             supervised_argv(host, files.root, files.child_pidfile),
             pidfile=files.pidfile,
             logfile=files.log,
+            env=nspawn_env(os.environ),
         )
         try:
             _wait_for_ssh(lab, host, files, record_pid=record.pid, timeout=timeout)

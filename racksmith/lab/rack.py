@@ -79,12 +79,12 @@ def daemons(rack: RackSpec, lab: paths.LabPaths, python: str = sys.executable) -
 def available(module: str) -> bool:
     """Whether a simulator's module exists yet (they are built by other work streams)."""
     try:
-        importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and module.startswith(exc.name):
             return False
         raise
-    return True
+    return hasattr(imported, "configure")  # a package being written has no command yet
 
 
 def _serving(record: ProcRecord | None, daemon: Daemon) -> bool:
