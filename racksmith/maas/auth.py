@@ -7,7 +7,8 @@ free of oauthlib and runnable inside an Ansible module. Every attempt gets a fre
 timestamp because MAAS refuses a reused nonce.
 
 Where credentials come from is decided here too (explicit value, environment, or a
-``KEY=VALUE`` credentials file such as the lab's ``secrets/maas.env``), so that the modules,
+``KEY=VALUE`` credentials file such as the lab's ``secrets/maas.env``, path may use
+``${RACKSMITH_LAB_DIR:-/var/lib/racksmith/lab}``), so that the modules,
 the inventory plugin and the CLI resolve them the same way and name the *source* when
 something is wrong, never the value.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from racksmith.maas.errors import MaasConfigError
+from racksmith.redfish.credentials import CredentialsError, expand_path, read_env_file
 
 REDACTED = "********"
 
@@ -81,20 +83,12 @@ class ApiKey:
         return 'OAuth realm="OAuth", ' + ", ".join(f'{k}="{_escape(v)}"' for k, v in params)
 
 
-def read_env_file(path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines (``export`` prefix, quotes and comments allowed) as a dict."""
-    values: dict[str, str] = {}
+def _read_credentials_file(path: Path) -> dict[str, str]:
+    # One KEY=VALUE parser for BMC and MAAS credentials files (the lab writes both).
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise MaasConfigError(f"cannot read MAAS credentials file {path}: {exc.strerror}") from None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.removeprefix("export ").partition("=")
-        values[name.strip()] = value.strip().strip("'\"")
-    return values
+        return read_env_file(path)
+    except CredentialsError as exc:
+        raise MaasConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -119,8 +113,8 @@ def resolve_credentials(
     if not api_key and environ.get("MAAS_API_KEY"):
         api_key, key_source = environ["MAAS_API_KEY"], "environment variable MAAS_API_KEY"
     if (not url or not api_key) and credentials_file:
-        path = Path(credentials_file)
-        from_file = read_env_file(path)
+        path = expand_path(str(credentials_file))
+        from_file = _read_credentials_file(path)
         if not url and from_file.get("MAAS_URL"):
             url, url_source = from_file["MAAS_URL"], f"MAAS_URL in {path}"
         if not api_key and from_file.get("MAAS_API_KEY"):

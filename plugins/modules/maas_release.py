@@ -1,0 +1,102 @@
+#!/usr/bin/python
+# racksmith: release a MAAS machine (optionally erasing its disks) for re-provisioning.
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: maas_release
+short_description: Release a MAAS machine back to Ready, optionally erasing its disks
+description:
+  - Destructive. Acts on the one machine named by C(pxe_mac), C(system_id) or C(hostname);
+    check mode says what would happen (state, erase kind) and changes nothing.
+  - A Ready machine is left as is; Releasing or Disk erasing is waited for. The wait for disk
+    erasing is capped client-side (MAAS has no timeout for it).
+  - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
+extends_documentation_fragment: [racksmith_maas]
+options:
+  pxe_mac:
+    description: PXE MAC of the machine (preferred selector).
+    type: str
+  system_id:
+    description: MAAS system id.
+    type: str
+  hostname:
+    description: MAAS hostname.
+    type: str
+  erase:
+    description: Erase the disks while releasing.
+    type: bool
+    default: false
+  secure_erase:
+    description: Use the drives' secure erase (with C(erase)).
+    type: bool
+    default: false
+  quick_erase:
+    description: Wipe only the start and end of each disk (with C(erase)).
+    type: bool
+    default: false
+  comment:
+    description: Comment for MAAS's event log.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Release a repaired host, quick-erasing its disks
+  maas_release:
+    pxe_mac: "{{ redfish_pxe_mac }}"
+    erase: true
+    quick_erase: true
+    comment: "racksmith reprovision"
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+actions:
+  description: What was done (or would be), in words.
+  type: list
+  returned: always
+machine:
+  description: The machine after release.
+  type: dict
+  returned: when the machine exists
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from racksmith.maas import lifecycle  # noqa: E402
+from racksmith.maas.ansible import CONNECTION_ARGS, SELECTOR_ARGS, WAIT_ARGS, locate, policy, run  # noqa: E402
+from racksmith.maas.errors import MachineStateError  # noqa: E402
+
+
+def step(module: AnsibleModule, client):
+    p = module.params
+    machine = locate(client, p)
+    if machine is None:
+        raise MachineStateError("no such machine in MAAS: nothing to release")
+    options = lifecycle.ReleaseOptions(
+        erase=p["erase"],
+        secure_erase=p["secure_erase"],
+        quick_erase=p["quick_erase"],
+        comment=p["comment"],
+    )
+    return lifecycle.release(client, machine, policy(p), options, check_mode=module.check_mode)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            **CONNECTION_ARGS,
+            **WAIT_ARGS,
+            **SELECTOR_ARGS,
+            "erase": {"type": "bool", "default": False},
+            "secure_erase": {"type": "bool", "default": False},
+            "quick_erase": {"type": "bool", "default": False},
+            "comment": {"type": "str"},
+        },
+        required_one_of=[("pxe_mac", "system_id", "hostname")],
+        supports_check_mode=True,
+    )
+    run(module, lambda client: step(module, client))
+
+
+if __name__ == "__main__":
+    main()

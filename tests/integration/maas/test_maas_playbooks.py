@@ -1,0 +1,156 @@
+"""enlist.yml and deploy.yml against the simulator (a separate process) through the real
+modules and inventory plugin: idempotent reruns, injected failures named, check mode, the MAAS
+inventory's SSH targets, reprovision of one host, and no secret anywhere in the output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from racksmith.maas.auth import ApiKey, Credentials
+from racksmith.maas.client import MaasClient
+from racksmith.maas.machines import MachineSpec, ensure
+
+pytestmark = pytest.mark.slow
+
+
+def plain(value):
+    """ansible-inventory marks plugin data untrusted: {"__ansible_unsafe": v} -> v."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def precreate_with_fault(rack, name: str, fault: str) -> None:
+    """The machine exists before enlisting (as after an earlier run), carrying a fault."""
+    host = rack.hosts[name]
+    creds = Credentials(rack.sim.url, ApiKey.parse(rack.sim.key))
+    with MaasClient(creds) as client:
+        spec = MachineSpec(
+            hostname=name,
+            pxe_mac=host["redfish_pxe_mac"],
+            power_parameters={
+                "power_address": host["redfish_bmc"],
+                "power_user": "root",
+                "power_pass": "x",
+            },
+        )
+        machine = ensure(client, spec).machine
+    rack.sim.api("POST", "sim/faults/", data={"machine": machine.system_id, "add": fault})
+
+
+def test_enlist_and_deploy_rerun_and_failures(rack):
+    good = [rack.add(i) for i in (1, 2, 3)]
+    bad_deploy, bad_power = rack.add(4), rack.add(5)
+    precreate_with_fault(rack, bad_deploy, "deploy_fails")
+    precreate_with_fault(rack, bad_power, "power_fails")
+
+    first = rack.playbook("enlist.yml")
+    stats = rack.recap(first.stdout)
+    assert all(stats[h]["changed"] >= 1 and stats[h]["failed"] == 0 for h in good), first.stdout
+    assert stats[bad_power]["failed"] == 1
+    assert "reverted to New" in first.stdout and "Please check power credentials" in first.stdout
+    assert stats[bad_deploy]["failed"] == 0  # its problem shows at deploy
+
+    deploy = rack.playbook("deploy.yml")
+    stats = rack.recap(deploy.stdout)
+    assert all(stats[h]["failed"] == 0 for h in good), deploy.stdout
+    assert stats[bad_deploy]["failed"] == 1
+    assert "efibootmgr failed to register the boot entry" in deploy.stdout
+    assert "pick up the deployed machines as SSH targets" in deploy.stdout
+
+    inventory = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-inventory"),
+            "-i",
+            str(rack.tmp / "inventory"),
+            "--list",
+        ],
+        cwd=rack.tmp,
+        env=rack.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    data = plain(json.loads(inventory.stdout))
+    assert sorted(data["maas_deployed"]["hosts"]) == sorted(good)
+    hostvars = data["_meta"]["hostvars"]
+    for name in good:
+        assert hostvars[name]["ansible_host"].startswith("10.")
+        assert hostvars[name]["ansible_user"] == "ubuntu"
+        assert hostvars[name]["maas_boot_disk"]["model"] == "DELLBOSS VD"
+        assert hostvars[name]["redfish_pxe_mac"]  # merged with the "Redfish" inventory host
+    assert bad_deploy in data["maas_status_failed_deployment"]["hosts"]
+    assert bad_power in data["maas_status_new"]["hosts"]
+    assert set(good) <= set(data["maas_tag_racksmith_test"]["hosts"])
+
+    # A second run changes nothing for the healthy hosts and names the same causes again.
+    again_enlist = rack.playbook("enlist.yml")
+    again_deploy = rack.playbook("deploy.yml")
+    for run in (again_enlist, again_deploy):
+        stats = rack.recap(run.stdout)
+        assert all(stats[h]["changed"] == 0 and stats[h]["failed"] == 0 for h in good), run.stdout
+    assert "efibootmgr failed" in again_deploy.stdout
+
+
+def test_check_mode_changes_nothing(rack):
+    names = [rack.add(i) for i in (6, 7)]
+    run = rack.playbook("enlist.yml", "--check", "-v")
+    stats = rack.recap(run.stdout)
+    assert all(stats[n]["failed"] == 0 and stats[n]["changed"] == 1 for n in names), run.stdout
+    assert "would create" in run.stdout
+    creds = Credentials(rack.sim.url, ApiKey.parse(rack.sim.key))
+    with MaasClient(creds) as client:
+        assert client.get("machines/") == []
+
+
+def test_reprovision_needs_a_limit_and_redeploys_one_host(rack):
+    first, second = rack.add(8), rack.add(9)
+    assert rack.playbook("enlist.yml").returncode == 0
+    assert rack.playbook("deploy.yml").returncode == 0
+    refused = rack.playbook("reprovision.yml", "--tags", "enlist,deploy")
+    assert refused.returncode != 0 and "select them explicitly" in refused.stdout
+    run = rack.playbook("reprovision.yml", "-l", f"{first},localhost", "--tags", "enlist,deploy")
+    assert run.returncode == 0, run.stdout
+    assert "will be released with quick disk erase" in run.stdout
+    stats = rack.recap(run.stdout)
+    assert stats[first]["changed"] >= 3  # release, recommission+pin, deploy
+    assert second not in stats
+
+
+def test_no_secret_in_output_results_or_caches(rack):
+    """-vvv output, the run directory and the fact cache never hold the MAAS key or the BMC
+    password: not on success, not on a failed deployment, not when MAAS echoes the token key
+    back in a 401 body."""
+    rack.add(10)
+    bad = rack.add(11)
+    precreate_with_fault(rack, bad, "deploy_fails")
+    outputs = []
+    for playbook in ("enlist.yml", "deploy.yml"):
+        run = rack.playbook(playbook, "-vvv")
+        outputs += [run.stdout, run.stderr]
+    key = ApiKey.parse(rack.sim.key)
+    wrong = f"{key.consumer_key}:WrongTokenKey0123:{key.token_secret}"
+    refused = rack.playbook("enlist.yml", "-vvv", env={"MAAS_API_KEY": wrong})
+    assert "Invalid access token" in refused.stdout
+    outputs += [refused.stdout, refused.stderr]
+    files = [
+        p
+        for d in (rack.tmp / "run", rack.tmp / "facts")
+        if d.exists()
+        for p in d.rglob("*")
+        if p.is_file()
+    ]
+    assert files, "the run left no report to check"
+    texts = outputs + [p.read_text(errors="replace") for p in files]
+    secrets = (*key.secrets(), "WrongTokenKey0123", rack.bmc_password)
+    leaks = [(s[:4] + "...", i) for s in secrets for i, text in enumerate(texts) if s in text]
+    assert leaks == []
