@@ -267,6 +267,7 @@ def apply(user_data: UserData, root: Path, *, default_user: str = "ubuntu") -> N
         script.write_text(runcmd_script(user_data.commands))
         script.chmod(0o700)
         unit = _inside(root, f"/etc/systemd/system/{UNIT_NAME}")
+        unit.parent.mkdir(parents=True, exist_ok=True)
         unit.write_text(unit_text())
         wants = _inside(root, "/etc/systemd/system/multi-user.target.wants")
         wants.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ a secret value: callers get paths, not contents.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import ipaddress
 import os
 import secrets
@@ -120,7 +121,9 @@ def ensure_ca(lab: LabPaths) -> Path:
         return cert_path
     key = ec.generate_private_key(ec.SECP256R1())
     now = dt.datetime.now(dt.timezone.utc)
-    name = _name(f"racksmith lab CA ({lab.root})")
+    # CN is limited to 64 characters: name the lab by a short hash of its directory.
+    lab_id = hashlib.sha256(str(lab.root).encode()).hexdigest()[:8]
+    name = _name(f"racksmith lab CA {lab_id}")
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
