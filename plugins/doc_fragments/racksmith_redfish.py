@@ -1,4 +1,5 @@
-# racksmith: options every redfish_* module shares (racksmith.redfish.ansible_support.COMMON_ARGUMENTS).
+# racksmith: options every redfish_* module shares
+# (racksmith.redfish.ansible_support.COMMON_ARGUMENTS).
 from __future__ import annotations
 
 

@@ -62,14 +62,19 @@ options:
         C(secrets/bmc.env)). C(${VAR:-default}) and C(~) are expanded.
     type: str
   ca_bundle:
-    description: CA bundle used to verify BMC certificates (C(${VAR:-default}) expanded). Default is the system store.
+    description:
+      - CA bundle used to verify BMC certificates (C(${VAR:-default}) expanded).
+      - Default is the system store.
     type: str
   validate_certs:
-    description: Set to false only to opt out of TLS verification; every BMC is then logged as insecure.
+    description:
+      - Set to false only to opt out of TLS verification.
+      - Every BMC is then logged as insecure.
     type: bool
     default: true
   auth:
-    description: C(session) (Redfish session, Basic when the BMC has no session service) or C(basic).
+    description:
+      - C(session) (Redfish session; Basic when the BMC has no session service) or C(basic).
     type: str
     default: session
     choices: [session, basic]
@@ -107,13 +112,16 @@ options:
     default: []
     choices: [firmware, infiniband, pcie, memory]
   hostname:
-    description: Jinja2 template for the inventory hostname, over the un-prefixed facts.
+    description:
+      - Jinja2 template for the inventory hostname, over the un-prefixed facts
+        (C(service_tag), C(serial), C(model), C(bmc), ...).
+      - "Default: C({{ service_tag | lower }}), the name MAAS also uses."
     type: str
-    default: "{{ service_tag | lower }}"
   failed_hostname:
-    description: Template for hosts whose BMC gave no facts (only C(bmc) is known).
+    description:
+      - Template for hosts whose BMC gave no facts (only C(bmc) is known).
+      - "Default: C(bmc-{{ bmc | replace(':', '-') }})."
     type: str
-    default: "bmc-{{ bmc | replace(':', '-') }}"
 """
 
 EXAMPLES = r"""
@@ -127,20 +135,21 @@ keyed_groups:
     prefix: model
 """
 
-import logging
-import os
-import re
-import time
-from typing import Any
+import logging  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
 
-from ansible.errors import AnsibleParserError
-from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.errors import AnsibleParserError  # noqa: E402
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable  # noqa: E402
 
 try:
     from ansible.template import trust_as_template
 except ImportError:  # ansible-core < 2.19: templates from inventory config are trusted anyway
+
     def trust_as_template(value):
         return value
+
 
 try:
     from racksmith.redfish import credentials as rs_credentials
@@ -152,8 +161,17 @@ except ImportError as exc:  # pragma: no cover - depends on the controller's env
 else:
     RACKSMITH_IMPORT_ERROR = None
 
-FAILURE_GROUPS = ("bmc_unreachable", "bmc_auth_failed", "bmc_malformed", "bmc_timeout", "bmc_duplicate")
+FAILURE_GROUPS = (
+    "bmc_unreachable",
+    "bmc_auth_failed",
+    "bmc_malformed",
+    "bmc_timeout",
+    "bmc_duplicate",
+)
 PREFIX = "redfish_"
+# Defaults live here, not in DOCUMENTATION: Ansible templates string defaults at load time.
+DEFAULT_HOSTNAME = "{{ service_tag | lower }}"
+DEFAULT_FAILED_HOSTNAME = "bmc-{{ bmc | replace(':', '-') }}"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -183,7 +201,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)
         if RACKSMITH_IMPORT_ERROR is not None:
-            raise AnsibleParserError(f"the redfish inventory needs the racksmith package: {RACKSMITH_IMPORT_ERROR}")
+            raise AnsibleParserError(
+                f"the redfish inventory needs the racksmith package: {RACKSMITH_IMPORT_ERROR}"
+            )
         config = self._read_config_data(path)
         cache_key = self.get_cache_key(path)
         use_cache = self.get_option("cache")
@@ -202,7 +222,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     # -- discovery ---------------------------------------------------------------------------------
 
     def _vault_password(self, config, path):
-        """The password from a ``!vault`` value in the file, None when unset; plain text is refused."""
+        """The password from a ``!vault`` value in the file, None when unset; plain text is
+        refused."""
         raw = config.get("password")
         if raw is None:
             return None
@@ -213,7 +234,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except ImportError:  # pragma: no cover - ansible-core < 2.19
             vaulted = type(raw).__name__ == "AnsibleVaultEncryptedUnicode"
         if not vaulted:
-            raise AnsibleParserError(f"{path}: 'password' is plain text; use password_env, credentials_file or !vault")
+            raise AnsibleParserError(
+                f"{path}: 'password' is plain text; use password_env, credentials_file or !vault"
+            )
         return str(raw)
 
     def _credentials(self, config, path):
@@ -229,14 +252,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 )
             user = self.get_option("username") or os.environ.get(self.get_option("username_env"))
             if not user:
-                raise rs_credentials.CredentialsError(f"a vault password needs 'username' or {self.get_option('username_env')}")
+                raise rs_credentials.CredentialsError(
+                    f"a vault password needs 'username' or {self.get_option('username_env')}"
+                )
             return rs_credentials.Credentials(user, password)
         except rs_credentials.CredentialsError as exc:
             raise AnsibleParserError(f"{path}: {exc}") from None
 
     def _discover(self, config, path):
         try:
-            found = rs_targets.expand(self.get_option("targets"), default_port=self.get_option("port"))
+            found = rs_targets.expand(
+                self.get_option("targets"), default_port=self.get_option("port")
+            )
             ca_bundle = self.get_option("ca_bundle")
             ca_path = str(rs_credentials.expand_path(ca_bundle)) if ca_bundle else None
             if ca_path and self.get_option("validate_certs"):
@@ -292,17 +319,21 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             records.append(record)
         failed = [r for r in records if r["group"] != "bmc_ok"]
         self.display.v(
-            f"redfish: {len(records) - len(failed)}/{len(records)} BMCs ok in {time.monotonic() - started:.1f}s"
+            f"redfish: {len(records) - len(failed)}/{len(records)} BMCs ok in "
+            f"{time.monotonic() - started:.1f}s"
         )
         if failed:
             by_group = {}
             for r in failed:
                 by_group[r["group"]] = by_group.get(r["group"], 0) + 1
             summary = ", ".join(f"{n} in {g}" for g, n in sorted(by_group.items()))
-            self.display.warning(f"redfish: {len(failed)} of {len(records)} BMCs failed ({summary}); see redfish_error")
+            self.display.warning(
+                f"redfish: {len(failed)} of {len(records)} BMCs failed ({summary}); see "
+                "redfish_error"
+            )
         return records
 
-    # -- inventory -----------------------------------------------------------------------------------
+    # -- inventory
 
     def _render(self, template, variables):
         self.templar.available_variables = variables
@@ -312,7 +343,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         facts = {k: v for k, v in record.items() if k != "group"}
         if record.get("service_tag"):
             try:
-                name = self._render(self.get_option("hostname"), facts)
+                name = self._render(self.get_option("hostname") or DEFAULT_HOSTNAME, facts)
             except Exception as exc:
                 return None, f"hostname template failed: {exc}"
             if _SAFE_NAME.match(name or ""):
@@ -332,7 +363,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 record["error"] = problem
                 record["error_kind"] = "malformed"
             if name is None:
-                name = self._render(self.get_option("failed_hostname"), {"bmc": record["bmc"]})
+                name = self._render(
+                    self.get_option("failed_hostname") or DEFAULT_FAILED_HOSTNAME,
+                    {"bmc": record["bmc"]},
+                )
             named.append((name, record))
         counts = {}
         for name, _ in named:
@@ -347,5 +381,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             for key, value in hostvars.items():
                 self.inventory.set_variable(host, key, value)
             self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)
-            self._add_host_to_composed_groups(self.get_option("groups"), hostvars, host, strict=strict)
-            self._add_host_to_keyed_groups(self.get_option("keyed_groups"), hostvars, host, strict=strict)
+            self._add_host_to_composed_groups(
+                self.get_option("groups"), hostvars, host, strict=strict
+            )
+            self._add_host_to_keyed_groups(
+                self.get_option("keyed_groups"), hostvars, host, strict=strict
+            )

@@ -49,10 +49,10 @@ after:
   returned: success
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402 (after the docs, as Ansible modules are laid out)
 
-from racksmith.redfish import actions
-from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+from racksmith.redfish import actions  # noqa: E402
+from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run  # noqa: E402
 
 
 def main():
@@ -67,7 +67,9 @@ def main():
     p = module.params
 
     def action(client):
-        result = actions.clock(client, max_skew=p["max_skew"], correct=p["correct"], check_mode=module.check_mode)
+        result = actions.clock(
+            client, max_skew=p["max_skew"], correct=p["correct"], check_mode=module.check_mode
+        )
         skew = result.after["skew_seconds"]
         result.details.update({"skew_seconds": skew, "skewed": abs(skew) > p["max_skew"]})
         return result

@@ -57,10 +57,10 @@ error_kind:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402 (after the docs, as Ansible modules are laid out)
 
-from racksmith.redfish import actions
-from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+from racksmith.redfish import actions  # noqa: E402
+from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run  # noqa: E402
 
 
 def main():
@@ -74,7 +74,12 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    run(module, lambda c: actions.power(c, p["state"], check_mode=module.check_mode, wait=p["wait"], poll=p["poll"]))
+    run(
+        module,
+        lambda c: actions.power(
+            c, p["state"], check_mode=module.check_mode, wait=p["wait"], poll=p["poll"]
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -64,7 +64,11 @@ def system(client: RedfishClient) -> parse.SystemInfo:
 
 
 def _wait_for(
-    client: RedfishClient, uri: str, want: Callable[[parse.SystemInfo], bool], wait: float, poll: float
+    client: RedfishClient,
+    uri: str,
+    want: Callable[[parse.SystemInfo], bool],
+    wait: float,
+    poll: float,
 ) -> parse.SystemInfo:
     end = time.monotonic() + wait
     while True:
@@ -93,12 +97,18 @@ def _reset_type(info: parse.SystemInfo, state: str, client: RedfishClient) -> st
     raise _fail(
         client,
         ErrorKind.UNSUPPORTED,
-        f"power {state}: BMC allows only {', '.join(info.reset_types)} (wanted {' or '.join(preferences)})",
+        f"power {state}: BMC allows only {', '.join(info.reset_types)} (wanted "
+        f"{' or '.join(preferences)})",
     )
 
 
 def power(
-    client: RedfishClient, state: str, *, check_mode: bool = False, wait: float = 120.0, poll: float = 2.0
+    client: RedfishClient,
+    state: str,
+    *,
+    check_mode: bool = False,
+    wait: float = 120.0,
+    poll: float = 2.0,
 ) -> ActionResult:
     """Bring the server to ``state`` and read the result back within ``wait`` seconds."""
     if state not in POWER_STATES:
@@ -106,7 +116,9 @@ def power(
     info = system(client)
     before = info.power_state or "Unknown"
     is_on = before in ("On", "PoweringOn")
-    if (state == "on" and is_on) or (state in ("off", "graceful-off") and before in ("Off", "PoweringOff")):
+    if (state == "on" and is_on) or (
+        state in ("off", "graceful-off") and before in ("Off", "PoweringOff")
+    ):
         return ActionResult(False, before, before, f"already {before}")
     if state == "cycle" and not is_on:
         state_to_post = "on"  # cycling a server that is off means switching it on
@@ -114,15 +126,27 @@ def power(
         state_to_post = state
     reset_type = _reset_type(info, state_to_post, client)
     if check_mode:
-        return ActionResult(True, before, before, f"would post ResetType {reset_type}", details={"reset_type": reset_type})
+        return ActionResult(
+            True,
+            before,
+            before,
+            f"would post ResetType {reset_type}",
+            details={"reset_type": reset_type},
+        )
     if not info.reset_target:
-        raise _fail(client, ErrorKind.UNSUPPORTED, "system advertises no #ComputerSystem.Reset action")
+        raise _fail(
+            client, ErrorKind.UNSUPPORTED, "system advertises no #ComputerSystem.Reset action"
+        )
     response = client.post(info.reset_target, {"ResetType": reset_type})
     warnings: list[str] = []
     if response.status == 409 and any(ALREADY_ON in i for i in response.message_ids()):
         warnings.append("BMC answered 409 PSU501 (server already on)")
     elif response.status not in (200, 202, 204):
-        raise _fail(client, ErrorKind.HTTP, f"ResetType {reset_type}: HTTP {response.status} {response.message()}")
+        raise _fail(
+            client,
+            ErrorKind.HTTP,
+            f"ResetType {reset_type}: HTTP {response.status} {response.message()}",
+        )
     target_off = state in ("off", "graceful-off")
     after_info = _wait_for(
         client,
@@ -133,12 +157,23 @@ def power(
     )
     after = after_info.power_state or "Unknown"
     if after != ("Off" if target_off else "On"):
-        raise _fail(client, ErrorKind.TIMEOUT, f"ResetType {reset_type} posted, but PowerState is {after} after {wait:g}s")
+        raise _fail(
+            client,
+            ErrorKind.TIMEOUT,
+            f"ResetType {reset_type} posted, but PowerState is {after} after {wait:g}s",
+        )
     changed = not warnings  # a PSU501 means the server was on all along
-    return ActionResult(changed, before, after, f"ResetType {reset_type}: {before} -> {after}", tuple(warnings), {"reset_type": reset_type})
+    return ActionResult(
+        changed,
+        before,
+        after,
+        f"ResetType {reset_type}: {before} -> {after}",
+        tuple(warnings),
+        {"reset_type": reset_type},
+    )
 
 
-# -- one-time boot ----------------------------------------------------------------------------------
+# -- one-time boot
 
 
 def boot_once(
@@ -151,8 +186,15 @@ def boot_once(
     if boot.enabled == "Once" and boot.target == target and (mode is None or boot.mode == mode):
         return ActionResult(False, before, before, f"next boot already set once to {target}")
     if boot.allowed_targets and target not in boot.allowed_targets:
-        raise _fail(client, ErrorKind.UNSUPPORTED, f"boot target {target!r} not offered (BMC allows {', '.join(boot.allowed_targets)})")
-    wanted: dict[str, str] = {"BootSourceOverrideEnabled": "Once", "BootSourceOverrideTarget": target}
+        raise _fail(
+            client,
+            ErrorKind.UNSUPPORTED,
+            f"boot target {target!r} not offered (BMC allows {', '.join(boot.allowed_targets)})",
+        )
+    wanted: dict[str, str] = {
+        "BootSourceOverrideEnabled": "Once",
+        "BootSourceOverrideTarget": target,
+    }
     if mode:
         wanted["BootSourceOverrideMode"] = mode
     if check_mode:
@@ -163,20 +205,30 @@ def boot_once(
         # Known iDRAC behaviour: 400 although applied; the read-back below decides.
         warnings.append(f"BMC answered 400 ({response.message()}); checked by reading back")
     elif response.status not in (200, 202, 204):
-        raise _fail(client, ErrorKind.HTTP, f"boot override PATCH: HTTP {response.status} {response.message()}")
+        raise _fail(
+            client,
+            ErrorKind.HTTP,
+            f"boot override PATCH: HTTP {response.status} {response.message()}",
+        )
     after_boot = parse.parse_system(client.get(info.uri)).boot
     after = {"enabled": after_boot.enabled, "target": after_boot.target, "mode": after_boot.mode}
     applied = after_boot.enabled == "Once" and (
         after_boot.target == target or (target == "Pxe" and after_boot.target == "UefiTarget")
     )
     if not applied:
-        raise _fail(client, ErrorKind.HTTP, f"boot override not applied: reads back {after_boot.enabled}/{after_boot.target}")
+        raise _fail(
+            client,
+            ErrorKind.HTTP,
+            f"boot override not applied: reads back {after_boot.enabled}/{after_boot.target}",
+        )
     if after_boot.target != target:
         warnings.append(f"{target} reads back as {after_boot.target} (known iDRAC UEFI behaviour)")
-    return ActionResult(True, before, after, f"next boot once to {after_boot.target}", tuple(warnings))
+    return ActionResult(
+        True, before, after, f"next boot once to {after_boot.target}", tuple(warnings)
+    )
 
 
-# -- clock ---------------------------------------------------------------------------------------------
+# -- clock
 
 
 @dataclass(frozen=True)
@@ -213,7 +265,9 @@ def read_clock(client: RedfishClient, manager_uri: str | None = None) -> ClockRe
     return ClockReading(
         manager_uri=uri,
         bmc_time=bmc.isoformat(),
-        controller_time=datetime.fromtimestamp(local, tz=timezone.utc).isoformat(timespec="seconds"),
+        controller_time=datetime.fromtimestamp(local, tz=timezone.utc).isoformat(
+            timespec="seconds"
+        ),
         skew_seconds=bmc.timestamp() - local,
     )
 
@@ -225,14 +279,21 @@ def clock(
     reading = read_clock(client)
     before = reading.as_dict()
     if abs(reading.skew_seconds) <= max_skew:
-        return ActionResult(False, before, before, f"skew {reading.skew_seconds:+.0f}s within {max_skew:g}s")
+        return ActionResult(
+            False, before, before, f"skew {reading.skew_seconds:+.0f}s within {max_skew:g}s"
+        )
     if not correct:
         return ActionResult(
-            False, before, before, f"skew {reading.skew_seconds:+.0f}s exceeds {max_skew:g}s (not corrected)",
+            False,
+            before,
+            before,
+            f"skew {reading.skew_seconds:+.0f}s exceeds {max_skew:g}s (not corrected)",
             details={"skewed": True},
         )
     if check_mode:
-        return ActionResult(True, before, before, f"would set the BMC clock (skew {reading.skew_seconds:+.0f}s)")
+        return ActionResult(
+            True, before, before, f"would set the BMC clock (skew {reading.skew_seconds:+.0f}s)"
+        )
     offset = datetime.fromisoformat(reading.bmc_time).utcoffset() or timedelta(0)
     now = datetime.now(timezone(offset)).isoformat(timespec="seconds")
     response = client.patch(reading.manager_uri, {"DateTime": now})
@@ -240,13 +301,21 @@ def clock(
         raise _fail(
             client,
             ErrorKind.UNSUPPORTED,
-            f"BMC refused to set DateTime (HTTP {response.status} {response.message()}); configure NTP on the BMC instead",
+            f"BMC refused to set DateTime (HTTP {response.status} {response.message()}); "
+            "configure NTP on the BMC instead",
         )
     if response.status not in (200, 202, 204):
-        raise _fail(client, ErrorKind.HTTP, f"DateTime PATCH: HTTP {response.status} {response.message()}")
+        raise _fail(
+            client, ErrorKind.HTTP, f"DateTime PATCH: HTTP {response.status} {response.message()}"
+        )
     after = read_clock(client, reading.manager_uri)
     if abs(after.skew_seconds) > max_skew:
-        raise _fail(client, ErrorKind.HTTP, f"DateTime set, but skew still {after.skew_seconds:+.0f}s")
+        raise _fail(
+            client, ErrorKind.HTTP, f"DateTime set, but skew still {after.skew_seconds:+.0f}s"
+        )
     return ActionResult(
-        True, before, after.as_dict(), f"clock corrected: skew {reading.skew_seconds:+.0f}s -> {after.skew_seconds:+.0f}s"
+        True,
+        before,
+        after.as_dict(),
+        f"clock corrected: skew {reading.skew_seconds:+.0f}s -> {after.skew_seconds:+.0f}s",
     )

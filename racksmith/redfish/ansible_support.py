@@ -34,22 +34,31 @@ COMMON_ARGUMENTS: dict[str, dict[str, Any]] = {
     "deadline": {"type": "float", "default": 300.0},
 }
 
+
 def _credentials(params: dict[str, Any]) -> credentials.Credentials:
     env_file = Path(params["credentials_file"]) if params.get("credentials_file") else None
     if params.get("password"):
-        user = params.get("username") or credentials.from_env(
-            params["username_env"], params["password_env"], env_file=env_file
-        ).username
+        user = (
+            params.get("username")
+            or credentials.from_env(
+                params["username_env"], params["password_env"], env_file=env_file
+            ).username
+        )
         return credentials.Credentials(user, params["password"])
     return credentials.from_env(
-        params["username_env"], params["password_env"], env_file=env_file, username=params.get("username")
+        params["username_env"],
+        params["password_env"],
+        env_file=env_file,
+        username=params.get("username"),
     )
 
 
 def client_from_params(params: dict[str, Any]) -> RedfishClient:
     found = targets.parse(params["bmc"])
     if len(found) != 1:
-        raise ValueError(f"bmc {params['bmc']!r} names {len(found)} BMCs; a module acts on exactly one")
+        raise ValueError(
+            f"bmc {params['bmc']!r} names {len(found)} BMCs; a module acts on exactly one"
+        )
     options = ClientOptions(
         scheme=params["scheme"],
         verify=params["validate_certs"],
@@ -57,7 +66,9 @@ def client_from_params(params: dict[str, Any]) -> RedfishClient:
         connect_timeout=params["connect_timeout"],
         read_timeout=params["read_timeout"],
     )
-    return RedfishClient(found[0], _credentials(params), options, deadline=Deadline(params["deadline"]))
+    return RedfishClient(
+        found[0], _credentials(params), options, deadline=Deadline(params["deadline"])
+    )
 
 
 def run(module: Any, action: Callable[[RedfishClient], ActionResult]) -> None:
@@ -75,4 +86,8 @@ def run(module: Any, action: Callable[[RedfishClient], ActionResult]) -> None:
         return
     for warning in result.warnings:
         module.warn(warning)
-    module.exit_json(msg=result.message, bmc=str(client.target), **{k: v for k, v in result.as_dict().items() if k not in ("message", "warnings")})
+    module.exit_json(
+        msg=result.message,
+        bmc=str(client.target),
+        **{k: v for k, v in result.as_dict().items() if k not in ("message", "warnings")},
+    )

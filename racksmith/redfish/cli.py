@@ -33,45 +33,94 @@ DESTRUCTIVE = ("off", "graceful-off", "cycle", "restart")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bmc", action="append", required=True, metavar="TARGET",
-                        help="BMC HOST[:PORT[-PORT]], CIDR or range A-B; repeat as needed")
-    parser.add_argument("--port", type=int, default=443, help="port when a target names none (default 443)")
-    parser.add_argument("--username", help=f"BMC user (default: ${credentials.DEFAULT_USERNAME_ENV})")
+    parser.add_argument(
+        "--bmc",
+        action="append",
+        required=True,
+        metavar="TARGET",
+        help="BMC HOST[:PORT[-PORT]], CIDR or range A-B; repeat as needed",
+    )
+    parser.add_argument(
+        "--port", type=int, default=443, help="port when a target names none (default 443)"
+    )
+    parser.add_argument(
+        "--username", help=f"BMC user (default: ${credentials.DEFAULT_USERNAME_ENV})"
+    )
     parser.add_argument("--username-env", default=credentials.DEFAULT_USERNAME_ENV, metavar="VAR")
-    parser.add_argument("--password-env", default=credentials.DEFAULT_PASSWORD_ENV, metavar="VAR",
-                        help="environment variable holding the password (default %(default)s)")
-    parser.add_argument("--env-file", type=Path, help="KEY=VALUE file read when the variables are not set (e.g. the lab's secrets/bmc.env)")
+    parser.add_argument(
+        "--password-env",
+        default=credentials.DEFAULT_PASSWORD_ENV,
+        metavar="VAR",
+        help="environment variable holding the password (default %(default)s)",
+    )
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        help="KEY=VALUE file read when the variables are not set (e.g. the lab's secrets/bmc.env)",
+    )
     tls = parser.add_mutually_exclusive_group()
-    tls.add_argument("--ca-bundle", help="CA bundle to verify BMC certificates (default: system store)")
-    tls.add_argument("--insecure", action="store_true", help="do NOT verify certificates (logged loudly)")
+    tls.add_argument(
+        "--ca-bundle", help="CA bundle to verify BMC certificates (default: system store)"
+    )
+    tls.add_argument(
+        "--insecure", action="store_true", help="do NOT verify certificates (logged loudly)"
+    )
     parser.add_argument("--scheme", choices=("https", "http"), default="https")
     parser.add_argument("--auth", choices=("session", "basic"), default="session")
     parser.add_argument("--connect-timeout", type=float, default=5.0)
     parser.add_argument("--read-timeout", type=float, default=30.0)
-    parser.add_argument("--retries", type=int, default=2, help="extra attempts after connection errors (default 2)")
-    parser.add_argument("--deadline", type=float, default=120.0, help="seconds per BMC, all requests included (default 120)")
+    parser.add_argument(
+        "--retries", type=int, default=2, help="extra attempts after connection errors (default 2)"
+    )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=120.0,
+        help="seconds per BMC, all requests included (default 120)",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("discover", help="query BMCs for identity, NICs, GPUs, firmware and power")
+    p = subparsers.add_parser(
+        "discover", help="query BMCs for identity, NICs, GPUs, firmware and power"
+    )
     _common(p)
-    p.add_argument("--json", action="store_true", help="one JSON object per BMC on stdout (default: a table)")
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object per BMC on stdout (default: a table)"
+    )
     p.add_argument("--concurrency", type=int, default=64, help="BMCs queried at once (default 64)")
-    p.add_argument("--pxe-rule", action="append", metavar="RULE",
-                   help=f"id:<NIC>, slot:<n>, prefix:<id>, link:up or first; tried in order (default {' '.join(parse.DEFAULT_PXE_RULES)})")
-    p.add_argument("--extra", action="append", choices=sorted(EXTRAS), default=[], help="also collect these (more requests)")
+    p.add_argument(
+        "--pxe-rule",
+        action="append",
+        metavar="RULE",
+        help="id:<NIC>, slot:<n>, prefix:<id>, link:up or first; tried in order (default "
+             f"{' '.join(parse.DEFAULT_PXE_RULES)})",
+    )
+    p.add_argument(
+        "--extra",
+        action="append",
+        choices=sorted(EXTRAS),
+        default=[],
+        help="also collect these (more requests)",
+    )
     p.set_defaults(func=_discover)
 
-    p = subparsers.add_parser("power", help="power servers on/off/cycle/restart, reading the result back")
+    p = subparsers.add_parser(
+        "power", help="power servers on/off/cycle/restart, reading the result back"
+    )
     _common(p)
     p.add_argument("state", choices=actions.POWER_STATES)
-    p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the new power state")
+    p.add_argument(
+        "--wait", type=float, default=120.0, help="seconds to wait for the new power state"
+    )
     p.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     p.add_argument("--yes", action="store_true", help="confirm off/cycle/restart")
     p.set_defaults(func=_power)
 
-    p = subparsers.add_parser("boot-once", help="set a one-time boot override (default PXE) and read it back")
+    p = subparsers.add_parser(
+        "boot-once", help="set a one-time boot override (default PXE) and read it back"
+    )
     _common(p)
     p.add_argument("--target", default="Pxe", help="boot source (default Pxe)")
     p.add_argument("--mode", choices=("UEFI", "Legacy"), help="boot mode to request with it")
@@ -86,12 +135,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_clock)
 
 
-# -- shared plumbing ------------------------------------------------------------------------------------
+# -- shared plumbing
 
 
-def _setup(args: argparse.Namespace) -> tuple[list[targets.Target], credentials.Credentials, ClientOptions]:
+def _setup(
+    args: argparse.Namespace,
+) -> tuple[list[targets.Target], credentials.Credentials, ClientOptions]:
     level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         found = targets.expand(args.bmc, default_port=args.port)
         creds = credentials.from_env(
@@ -117,7 +170,7 @@ def _emit(record: dict[str, Any]) -> None:
     print(json.dumps(record, sort_keys=False), flush=True)
 
 
-# -- discover ------------------------------------------------------------------------------------------
+# -- discover
 
 
 def _table(results: list[BmcResult]) -> None:
@@ -125,8 +178,17 @@ def _table(results: list[BmcResult]) -> None:
     for r in results:
         d = r.as_dict()
         status = "ok" if r.ok else f"{d['error_kind']}: {d['error']}"
-        rows.append((d["bmc"], d["service_tag"] or "-", d["model"] or "-", d["power_state"] or "-",
-                     str(len(d["gpus"])), d["pxe_mac"] or "-", status))
+        rows.append(
+            (
+                d["bmc"],
+                d["service_tag"] or "-",
+                d["model"] or "-",
+                d["power_state"] or "-",
+                str(len(d["gpus"])),
+                d["pxe_mac"] or "-",
+                status,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(col.ljust(w) for col, w in zip(row, widths, strict=False)) + "  " + row[-1])
@@ -148,7 +210,12 @@ def _discover(args: argparse.Namespace) -> int:
 
     def progress(done: int, total: int, result: BmcResult) -> None:
         if interactive:
-            print(f"\r{done}/{total} BMCs answered", end="" if done < total else "\n", file=sys.stderr, flush=True)
+            print(
+                f"\r{done}/{total} BMCs answered",
+                end="" if done < total else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
 
     results = discover(found, creds, options, progress=progress)
     if args.json:
@@ -162,17 +229,22 @@ def _discover(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-# -- actions -------------------------------------------------------------------------------------------
+# -- actions
 
 
 def _explicit(args: argparse.Namespace) -> None:
     """Acting on hardware: every BMC must be named, not swept up by a CIDR or range."""
     for spec in args.bmc:
         if len(targets.parse(spec, args.port)) != 1:
-            raise SystemExit(f"racksmith redfish {args.command}: {spec!r} names several BMCs; list each one explicitly")
+            raise SystemExit(
+                f"racksmith redfish {args.command}: {spec!r} names several BMCs; list each one "
+                "explicitly"
+            )
 
 
-def _act(args: argparse.Namespace, verb: str, run: Callable[[RedfishClient], actions.ActionResult]) -> int:
+def _act(
+    args: argparse.Namespace, verb: str, run: Callable[[RedfishClient], actions.ActionResult]
+) -> int:
     found, creds, options = _setup(args)
     _explicit(args)
     print(f"{verb} on {len(found)} BMC(s): {', '.join(map(str, found))}", file=sys.stderr)
@@ -183,23 +255,46 @@ def _act(args: argparse.Namespace, verb: str, run: Callable[[RedfishClient], act
                 _emit({"bmc": str(target), **run(client).as_dict(), "error": None})
         except RedfishError as exc:
             failed += 1
-            _emit({"bmc": str(target), "changed": False, "error": exc.reason, "error_kind": exc.kind.value})
+            _emit(
+                {
+                    "bmc": str(target),
+                    "changed": False,
+                    "error": exc.reason,
+                    "error_kind": exc.kind.value,
+                }
+            )
     return EXIT_FAILED if failed else EXIT_OK
 
 
 def _power(args: argparse.Namespace) -> int:
     if args.state in DESTRUCTIVE and not (args.yes or args.dry_run):
-        print(f"racksmith redfish power {args.state}: this interrupts running servers; add --yes (or --dry-run)", file=sys.stderr)
+        print(
+            f"racksmith redfish power {args.state}: this interrupts running servers; add --yes "
+            "(or --dry-run)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     verb = f"{'would ' if args.dry_run else ''}power {args.state}"
-    return _act(args, verb, lambda c: actions.power(c, args.state, check_mode=args.dry_run, wait=args.wait))
+    return _act(
+        args, verb, lambda c: actions.power(c, args.state, check_mode=args.dry_run, wait=args.wait)
+    )
 
 
 def _boot(args: argparse.Namespace) -> int:
     verb = f"{'would ' if args.dry_run else ''}set next boot once to {args.target}"
-    return _act(args, verb, lambda c: actions.boot_once(c, args.target, mode=args.mode, check_mode=args.dry_run))
+    return _act(
+        args,
+        verb,
+        lambda c: actions.boot_once(c, args.target, mode=args.mode, check_mode=args.dry_run),
+    )
 
 
 def _clock(args: argparse.Namespace) -> int:
     verb = "check clock" + (" and correct skew" if args.set else "")
-    return _act(args, verb, lambda c: actions.clock(c, max_skew=args.max_skew, correct=args.set, check_mode=args.dry_run))
+    return _act(
+        args,
+        verb,
+        lambda c: actions.clock(
+            c, max_skew=args.max_skew, correct=args.set, check_mode=args.dry_run
+        ),
+    )

@@ -24,13 +24,13 @@ Rules this module keeps:
 from __future__ import annotations
 
 import errno
-import re
 import logging
 import math
 import random
+import re
 import time
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import requests
@@ -237,7 +237,10 @@ class RedfishClient:
         if self.options.auth == "basic":
             self._use_basic("configured")
             return
-        body = {"UserName": self._credentials.username, "Password": self._credentials.password_value()}
+        body = {
+            "UserName": self._credentials.username,
+            "Password": self._credentials.password_value(),
+        }
         response = self._send("POST", SESSIONS, json=body, idempotent=False)
         if response.status in (404, 405, 501):
             self._use_basic(f"no session service (HTTP {response.status})")
@@ -273,7 +276,9 @@ class RedfishClient:
         if not token:
             return
         if not uri:
-            log.warning("%s: BMC gave no session URI; the session expires on its idle timeout", self.target)
+            log.warning(
+                "%s: BMC gave no session URI; the session expires on its idle timeout", self.target
+            )
             return
         url = uri if uri.startswith("http") else self._base + uri
         timeout = min(self.options.connect_timeout, self.options.logout_timeout)
@@ -286,14 +291,27 @@ class RedfishClient:
                 allow_redirects=False,
             )
             self._count("DELETE")
-            log.debug("%s: DELETE session -> %s in %.2fs", self.target, resp.status_code, time.monotonic() - started)
+            log.debug(
+                "%s: DELETE session -> %s in %.2fs",
+                self.target,
+                resp.status_code,
+                time.monotonic() - started,
+            )
             if resp.status_code in (200, 202, 204, 404):
                 self.stats.sessions_deleted += 1  # 404: already gone
             else:
-                log.warning("%s: logout answered HTTP %s; session may persist until idle timeout", self.target, resp.status_code)
+                log.warning(
+                    "%s: logout answered HTTP %s; session may persist until idle timeout",
+                    self.target,
+                    resp.status_code,
+                )
         except requests.RequestException as exc:
             self._count("DELETE")
-            log.warning("%s: logout failed (%s); session may persist until idle timeout", self.target, _short(exc))
+            log.warning(
+                "%s: logout failed (%s); session may persist until idle timeout",
+                self.target,
+                _short(exc),
+            )
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -327,7 +345,11 @@ class RedfishClient:
             except RedfishError as exc:
                 if exc.kind is not ErrorKind.HTTP or exc.status not in (400, 404, 405, 501):
                     raise
-                log.debug("%s: $expand rejected (HTTP %s); fetching members one by one", self.target, exc.status)
+                log.debug(
+                    "%s: $expand rejected (HTTP %s); fetching members one by one",
+                    self.target,
+                    exc.status,
+                )
                 self._expand_ok = False
                 self.stats.expand = False
         if doc is None:
@@ -337,12 +359,16 @@ class RedfishClient:
             members = doc.get("Members")
             if not isinstance(members, list):
                 raise RedfishError(
-                    ErrorKind.MALFORMED, f"GET {path}: no Members list in a collection", bmc=str(self.target)
+                    ErrorKind.MALFORMED,
+                    f"GET {path}: no Members list in a collection",
+                    bmc=str(self.target),
                 )
             for member in members:
                 if not isinstance(member, dict) or not isinstance(member.get("@odata.id"), str):
                     raise RedfishError(
-                        ErrorKind.MALFORMED, f"GET {path}: a member is not a link", bmc=str(self.target)
+                        ErrorKind.MALFORMED,
+                        f"GET {path}: a member is not a link",
+                        bmc=str(self.target),
                     )
                 if any(not key.startswith("@odata.") for key in member):
                     documents.append(member)
@@ -352,7 +378,9 @@ class RedfishClient:
             if not next_link:
                 return documents
             doc = self.get(next_link)
-        raise RedfishError(ErrorKind.MALFORMED, f"GET {path}: more than {MAX_PAGES} pages", bmc=str(self.target))
+        raise RedfishError(
+            ErrorKind.MALFORMED, f"GET {path}: more than {MAX_PAGES} pages", bmc=str(self.target)
+        )
 
     def post(self, path: str, body: dict[str, Any]) -> Response:
         """POST (an action); the caller interprets the status (409 PSU501 is not an error)."""
@@ -379,7 +407,10 @@ class RedfishClient:
                 f"{what}: per-BMC deadline of {self.deadline.seconds:g}s exceeded",
                 bmc=str(self.target),
             )
-        return (min(self.options.connect_timeout, remaining), min(self.options.read_timeout, remaining))
+        return (
+            min(self.options.connect_timeout, remaining),
+            min(self.options.read_timeout, remaining),
+        )
 
     def _timeout_error(self, what: str, event: str, used: float, configured: float) -> RedfishError:
         if used < configured:  # the per-BMC deadline, not the request timeout, ran out
@@ -399,7 +430,9 @@ class RedfishClient:
             return min(float(retry_after), 60.0)
         return base * (2**attempt) * random.uniform(0.8, 1.2)  # noqa: S311 (jitter, not crypto)
 
-    def _send(self, method: str, path: str, *, json: dict[str, Any] | None = None, idempotent: bool) -> Response:
+    def _send(
+        self, method: str, path: str, *, json: dict[str, Any] | None = None, idempotent: bool
+    ) -> Response:
         url = path if path.startswith("http") else self._base + path
         what = f"{method} {path}"
         attempt = busy_attempt = 0
@@ -407,34 +440,50 @@ class RedfishClient:
             timeout = self._timeouts(what)
             started = time.monotonic()
             try:
-                raw = self._http.request(method, url, json=json, timeout=timeout, allow_redirects=False)
+                raw = self._http.request(
+                    method, url, json=json, timeout=timeout, allow_redirects=False
+                )
             except requests.exceptions.SSLError as exc:
                 self._count(method)
-                raise RedfishError(ErrorKind.TLS, f"{what}: TLS failed: {_tls_reason(exc)}", bmc=str(self.target)) from None
+                raise RedfishError(
+                    ErrorKind.TLS, f"{what}: TLS failed: {_tls_reason(exc)}", bmc=str(self.target)
+                ) from None
             except requests.exceptions.ConnectTimeout:
                 self._count(method)
-                error = self._timeout_error(what, "no connection", timeout[0], self.options.connect_timeout)
+                error = self._timeout_error(
+                    what, "no connection", timeout[0], self.options.connect_timeout
+                )
                 if attempt >= self.options.retries:
                     raise error from None
             except requests.exceptions.ReadTimeout:
                 self._count(method)
                 # Not retried: a slow BMC asked again only gets slower.
-                raise self._timeout_error(what, "no answer", timeout[1], self.options.read_timeout) from None
+                raise self._timeout_error(
+                    what, "no answer", timeout[1], self.options.read_timeout
+                ) from None
             except requests.exceptions.ConnectionError as exc:
                 self._count(method)
                 kind = _classify_connection_error(exc)
-                error = RedfishError(kind, f"{what}: {_describe(kind)} ({_short(exc)})", bmc=str(self.target))
+                error = RedfishError(
+                    kind, f"{what}: {_describe(kind)} ({_short(exc)})", bmc=str(self.target)
+                )
                 # Refused: nothing was sent, safe to retry. Reset: only if the request is safe.
                 if attempt >= self.options.retries or (kind is ErrorKind.RESET and not idempotent):
                     raise error from None
             except requests.RequestException as exc:
                 self._count(method)
-                raise RedfishError(ErrorKind.HTTP, f"{what}: {_short(exc)}", bmc=str(self.target)) from None
+                raise RedfishError(
+                    ErrorKind.HTTP, f"{what}: {_short(exc)}", bmc=str(self.target)
+                ) from None
             else:
                 self._count(method)
                 response = _response(raw)
                 log.debug(
-                    "%s: %s -> %s in %.2fs", self.target, what, response.status, time.monotonic() - started
+                    "%s: %s -> %s in %.2fs",
+                    self.target,
+                    what,
+                    response.status,
+                    time.monotonic() - started,
                 )
                 if response.status != 503:
                     return response
@@ -442,7 +491,8 @@ class RedfishClient:
                 limit = any(SESSION_LIMIT_ID in i for i in ids)
                 error = RedfishError(
                     ErrorKind.BUSY,
-                    f"{what}: HTTP 503 {'RAC0218 session limit reached' if limit else response.message()}"
+                    f"{what}: HTTP 503 "
+                    f"{'RAC0218 session limit reached' if limit else response.message()}"
                     f" after {busy_attempt + 1} attempt(s)",
                     bmc=str(self.target),
                     status=503,
@@ -450,14 +500,24 @@ class RedfishClient:
                 )
                 if busy_attempt >= self.options.busy_retries:
                     raise error
-                delay = self._backoff(self.options.busy_backoff, busy_attempt, response.headers.get("Retry-After"))
-                log.info("%s: %s busy (503%s); backing off %.1fs", self.target, what, " RAC0218" if limit else "", delay)
+                delay = self._backoff(
+                    self.options.busy_backoff, busy_attempt, response.headers.get("Retry-After")
+                )
+                log.info(
+                    "%s: %s busy (503%s); backing off %.1fs",
+                    self.target,
+                    what,
+                    " RAC0218" if limit else "",
+                    delay,
+                )
                 busy_attempt += 1
                 self.stats.retries += 1
                 self._sleep(delay, error)
                 continue
             delay = self._backoff(self.options.backoff, attempt)
-            log.debug("%s: %s failed (%s); retrying in %.1fs", self.target, what, error.reason, delay)
+            log.debug(
+                "%s: %s failed (%s); retrying in %.1fs", self.target, what, error.reason, delay
+            )
             attempt += 1
             self.stats.retries += 1
             self._sleep(delay, error)
@@ -466,7 +526,8 @@ class RedfishClient:
         if response.status in (401, 403):
             raise RedfishError(
                 ErrorKind.AUTH,
-                f"{what}: HTTP {response.status} ({'credentials rejected' if response.status == 401 else 'not permitted'})",
+                f"{what}: HTTP {response.status} "
+                f"({'credentials rejected' if response.status == 401 else 'not permitted'})",
                 bmc=str(self.target),
                 status=response.status,
             )
@@ -478,20 +539,26 @@ class RedfishClient:
             reason = f"{what}: HTTP {response.status} {redact(response.message())[:160]}"
         ids = response.message_ids()
         return RedfishError(
-            ErrorKind.HTTP, reason, bmc=str(self.target), status=response.status, message_id=next(iter(ids), None)
+            ErrorKind.HTTP,
+            reason,
+            bmc=str(self.target),
+            status=response.status,
+            message_id=next(iter(ids), None),
         )
 
 
 def _tls_reason(exc: BaseException) -> str:
-    """``certificate verify failed: unable to get local issuer certificate`` from urllib3's wrapping."""
+    """``certificate verify failed: unable to get local issuer certificate`` from urllib3's
+    wrapping."""
     match = re.search(r"\[SSL: [A-Z_]+\] ([^(]+?)\s*\(_ssl", str(exc))
     return match.group(1) if match else _short(exc)
 
 
 def _describe(kind: ErrorKind) -> str:
-    return {ErrorKind.RESET: "connection reset by the BMC", ErrorKind.UNREACHABLE: "cannot connect"}.get(
-        kind, kind.value
-    )
+    return {
+        ErrorKind.RESET: "connection reset by the BMC",
+        ErrorKind.UNREACHABLE: "cannot connect",
+    }.get(kind, kind.value)
 
 
 def _response(raw: requests.Response) -> Response:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_USERNAME_ENV = "RACKSMITH_BMC_USERNAME"
-DEFAULT_PASSWORD_ENV = "RACKSMITH_BMC_PASSWORD"
+DEFAULT_PASSWORD_ENV = "RACKSMITH_BMC_PASSWORD"  # noqa: S105 (a variable name, not a secret)
 
 # Every password that has been loaded in this process, so redact() can scrub text that never
 # passed through a Credentials object (for example an exception string from urllib3).
@@ -56,12 +56,15 @@ def redact(text: str) -> str:
         secrets = sorted(_KNOWN_SECRETS, key=len, reverse=True)
     for secret in secrets:
         text = text.replace(secret, "***")
-    text = re.sub(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(basic|bearer)\s+[^\s'\",}]+", r"\1\2 ***", text)
+    text = re.sub(
+        r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(basic|bearer)\s+[^\s'\",}]+", r"\1\2 ***", text
+    )
     return re.sub(r"(?i)(x-auth-token['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+", r"\1***", text)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
-    """Parse a ``KEY=VALUE`` file (the lab's ``secrets/bmc.env``); quotes around values are removed."""
+    """Parse a ``KEY=VALUE`` file (the lab's ``secrets/bmc.env``); quotes around values are
+    removed."""
     values: dict[str, str] = {}
     try:
         lines = path.read_text().splitlines()

@@ -75,7 +75,8 @@ class DiscoveryOptions:
 
 @dataclass(frozen=True)
 class BmcResult:
-    """One BMC's outcome. ``facts`` may be set together with ``error`` (a duplicate keeps its facts)."""
+    """One BMC's outcome. ``facts`` may be set together with ``error`` (a duplicate keeps its
+    facts)."""
 
     bmc: str
     facts: parse.HostFacts | None
@@ -131,7 +132,10 @@ def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts
     """Fetch and parse one BMC's facts; raises RedfishError/ParseError when it cannot."""
     systems = client.get_collection(SYSTEMS)
     if not systems:
-        raise parse.ParseError(ErrorKind.INCOMPLETE, "Systems collection is empty (iDRAC may be rebuilding its inventory)")
+        raise parse.ParseError(
+            ErrorKind.INCOMPLETE,
+            "Systems collection is empty (iDRAC may be rebuilding its inventory)",
+        )
     system = parse.parse_system(systems[0])
     notes: list[str] = []
     if len(systems) > 1:
@@ -144,7 +148,9 @@ def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts
 
     nics: list[parse.Nic] = []
     if system.ethernet_interfaces_uri:
-        nics = parse.nics_from_ethernet_interfaces(client.get_collection(system.ethernet_interfaces_uri))
+        nics = parse.nics_from_ethernet_interfaces(
+            client.get_collection(system.ethernet_interfaces_uri)
+        )
     infiniband: list[parse.InfinibandAdapter] = []
     if not nics or "infiniband" in options.extras:
         adapters, functions = _collect_adapters(client, system)
@@ -157,8 +163,16 @@ def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts
     if system.manager_uris:
         manager = parse.parse_manager(client.get(system.manager_uris[0]))
 
-    firmware = parse.firmware_inventory(client.get_collection(FIRMWARE_INVENTORY)) if "firmware" in options.extras else []
-    pcie = parse.pcie_devices(client.get(u) for u in system.pcie_device_uris) if "pcie" in options.extras else []
+    firmware = (
+        parse.firmware_inventory(client.get_collection(FIRMWARE_INVENTORY))
+        if "firmware" in options.extras
+        else []
+    )
+    pcie = (
+        parse.pcie_devices(client.get(u) for u in system.pcie_device_uris)
+        if "pcie" in options.extras
+        else []
+    )
     memory = (
         parse.memory_modules(client.get_collection(system.memory_uri))
         if "memory" in options.extras and system.memory_uri
@@ -196,7 +210,9 @@ def discover_one(target: Target, credentials: Credentials, options: DiscoveryOpt
     except Exception as exc:  # a parser bug or an absurd document must not stop the rack
         log.debug("%s: unexpected error", target, exc_info=True)
         error = RedfishError(
-            ErrorKind.MALFORMED, redact(f"unexpected {type(exc).__name__}: {exc}")[:300], bmc=str(target)
+            ErrorKind.MALFORMED,
+            redact(f"unexpected {type(exc).__name__}: {exc}")[:300],
+            bmc=str(target),
         )
     result = BmcResult(
         bmc=str(target),
@@ -210,7 +226,9 @@ def discover_one(target: Target, credentials: Credentials, options: DiscoveryOpt
     )
     level = logging.DEBUG if result.ok else logging.INFO
     outcome = f"{error.kind.value}: {error.reason}" if error else "ok"
-    log.log(level, "%s: %s in %.2fs (%d requests)", target, outcome, result.elapsed, result.requests)
+    log.log(
+        level, "%s: %s in %.2fs (%d requests)", target, outcome, result.elapsed, result.requests
+    )
     return result
 
 
@@ -237,7 +255,9 @@ def flag_duplicates(results: Sequence[BmcResult]) -> list[BmcResult]:
     for result in results:
         if result.bmc in clashes:
             reason = "duplicate identity: " + "; ".join(clashes[result.bmc])
-            result = replace(result, error=RedfishError(ErrorKind.DUPLICATE, reason, bmc=result.bmc))
+            result = replace(
+                result, error=RedfishError(ErrorKind.DUPLICATE, reason, bmc=result.bmc)
+            )
         out.append(result)
     return out
 

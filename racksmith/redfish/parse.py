@@ -55,7 +55,9 @@ def _text(doc: Doc, key: str, *, required: bool = False) -> str | None:
             raise ParseError(ErrorKind.INCOMPLETE, f"{_where(doc)}: no {key}")
         return None
     if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise ParseError(ErrorKind.MALFORMED, f"{_where(doc)}: {key} is a {type(value).__name__}, not text")
+        raise ParseError(
+            ErrorKind.MALFORMED, f"{_where(doc)}: {key} is a {type(value).__name__}, not text"
+        )
     return str(value).strip() or None
 
 
@@ -109,7 +111,9 @@ def member_links(collection: Doc) -> list[str]:
     for member in members:
         target = member.get("@odata.id") if isinstance(member, Mapping) else None
         if not isinstance(target, str):
-            raise ParseError(ErrorKind.MALFORMED, f"{_where(collection)}: a member has no @odata.id")
+            raise ParseError(
+                ErrorKind.MALFORMED, f"{_where(collection)}: a member has no @odata.id"
+            )
         if target not in out:
             out.append(target)
     return out
@@ -214,7 +218,9 @@ def parse_system(system: Doc) -> SystemInfo:
         power_state=_text(system, "PowerState"),
         health=_text(status, "HealthRollup") or _text(status, "Health"),
         bios_version=_text(system, "BiosVersion"),
-        memory_gib=float(gib) if isinstance(gib, int | float) and not isinstance(gib, bool) else None,
+        memory_gib=float(gib)
+        if isinstance(gib, int | float) and not isinstance(gib, bool)
+        else None,
         cpu_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
         cpu_model=_text(processors, "Model"),
         reset_types=tuple(str(v) for v in allowed or () if isinstance(v, str)),
@@ -228,7 +234,9 @@ def parse_system(system: Doc) -> SystemInfo:
         dell_video_uri=_path(system, "Links", "Oem", "Dell", "DellVideoCollection", "@odata.id"),
         pcie_device_uris=tuple(
             dict.fromkeys(
-                d["@odata.id"] for d in pcie or () if isinstance(d, Mapping) and isinstance(d.get("@odata.id"), str)
+                d["@odata.id"]
+                for d in pcie or ()
+                if isinstance(d, Mapping) and isinstance(d.get("@odata.id"), str)
             )
         ),
     )
@@ -293,7 +301,9 @@ def nics_from_ethernet_interfaces(interfaces: Iterable[Doc]) -> list[Nic]:
                 id=nic_id,
                 mac=mac,
                 link=_text(doc, "LinkStatus"),
-                speed_mbps=speed if isinstance(speed, int) and not isinstance(speed, bool) and speed > 0 else None,
+                speed_mbps=speed
+                if isinstance(speed, int) and not isinstance(speed, bool) and speed > 0
+                else None,
             )
         )
     return sorted(nics, key=lambda n: n.id)
@@ -321,9 +331,13 @@ def nics_from_device_functions(adapters: Mapping[str, Sequence[Doc]]) -> list[Ni
             if state in ("disabled", "absent"):
                 continue
             ethernet = _obj(fn, "Ethernet")
-            mac = normalize_mac(ethernet.get("PermanentMACAddress")) or normalize_mac(ethernet.get("MACAddress"))
+            mac = normalize_mac(ethernet.get("PermanentMACAddress")) or normalize_mac(
+                ethernet.get("MACAddress")
+            )
             if mac:
-                nics.append(Nic(id=_text(fn, "Id") or _where(fn), mac=mac, source="NetworkDeviceFunctions"))
+                nics.append(
+                    Nic(id=_text(fn, "Id") or _where(fn), mac=mac, source="NetworkDeviceFunctions")
+                )
     return sorted(nics, key=lambda n: n.id)
 
 
@@ -337,12 +351,17 @@ class InfinibandAdapter:
     ports: tuple[dict[str, str], ...]  # {id, mac}: the address iDRAC reports per function
 
 
-def infiniband_adapters(adapters: Iterable[Doc], functions: Mapping[str, Sequence[Doc]]) -> list[InfinibandAdapter]:
+def infiniband_adapters(
+    adapters: Iterable[Doc], functions: Mapping[str, Sequence[Doc]]
+) -> list[InfinibandAdapter]:
     out: list[InfinibandAdapter] = []
     for adapter in _dedupe(adapters):
         adapter_id = _text(adapter, "Id") or _where(adapter)
         fns = list(functions.get(adapter_id, ()))
-        if not (adapter_id.lower().startswith("infiniband.") or any(_is_infiniband(adapter_id, f) for f in fns)):
+        if not (
+            adapter_id.lower().startswith("infiniband.")
+            or any(_is_infiniband(adapter_id, f) for f in fns)
+        ):
             continue
         controllers = adapter.get("Controllers") or []
         firmware = None
@@ -351,7 +370,9 @@ def infiniband_adapters(adapters: Iterable[Doc], functions: Mapping[str, Sequenc
         ports = []
         for fn in _dedupe(fns):
             ethernet = _obj(fn, "Ethernet")
-            mac = normalize_mac(ethernet.get("PermanentMACAddress")) or normalize_mac(ethernet.get("MACAddress"))
+            mac = normalize_mac(ethernet.get("PermanentMACAddress")) or normalize_mac(
+                ethernet.get("MACAddress")
+            )
             ports.append({"id": _text(fn, "Id") or _where(fn), "mac": mac or ""})
         out.append(
             InfinibandAdapter(
@@ -380,7 +401,8 @@ class PxeChoice:
 
 
 def validate_pxe_rules(rules: Sequence[str]) -> list[str]:
-    """Check rule syntax early (``id:<NIC id>``, ``slot:<n>``, ``prefix:<id prefix>``, ``link:up``, ``first``)."""
+    """Check rule syntax early (``id:<NIC id>``, ``slot:<n>``, ``prefix:<id prefix>``,
+    ``link:up``, ``first``)."""
     out = []
     for rule in rules:
         kind, _, arg = str(rule).partition(":")
@@ -391,7 +413,10 @@ def validate_pxe_rules(rules: Sequence[str]) -> list[str]:
         elif kind == "first" and not arg:
             out.append("first")
         else:
-            raise ValueError(f"PXE rule {rule!r}: use id:<NIC id>, slot:<n>, prefix:<id prefix>, link:up or first")
+            raise ValueError(
+                f"PXE rule {rule!r}: use id:<NIC id>, slot:<n>, prefix:<id prefix>, link:up or "
+                "first"
+            )
     return out
 
 
@@ -429,7 +454,12 @@ class Gpu:
     health: str | None
 
     def public(self) -> dict[str, str | None]:
-        return {"id": self.id, "model": self.model, "serial": self.serial, "firmware": self.firmware}
+        return {
+            "id": self.id,
+            "model": self.model,
+            "serial": self.serial,
+            "firmware": self.firmware,
+        }
 
 
 def gpus(processors: Iterable[Doc], dell_video: Iterable[Doc] = ()) -> list[Gpu]:
@@ -484,7 +514,9 @@ def firmware_inventory(items: Iterable[Doc]) -> list[Firmware]:
                 name=_text(doc, "Name"),
                 version=_text(doc, "Version"),
                 updateable=updateable if isinstance(updateable, bool) else None,
-                state=fid.split("-", 1)[0] if fid.split("-", 1)[0] in ("Installed", "Current", "Previous") else "Installed",
+                state=fid.split("-", 1)[0]
+                if fid.split("-", 1)[0] in ("Installed", "Current", "Previous")
+                else "Installed",
             )
         )
     return sorted(out, key=lambda f: f.id)
@@ -538,7 +570,9 @@ def memory_modules(modules: Iterable[Doc]) -> list[MemoryModule]:
         out.append(
             MemoryModule(
                 id=_text(doc, "Id") or _where(doc).rsplit("/", 1)[-1],
-                capacity_mib=capacity if isinstance(capacity, int) and not isinstance(capacity, bool) else None,
+                capacity_mib=capacity
+                if isinstance(capacity, int) and not isinstance(capacity, bool)
+                else None,
                 memory_type=_text(doc, "MemoryDeviceType"),
                 speed_mhz=speed if isinstance(speed, int) and not isinstance(speed, bool) else None,
                 manufacturer=_text(doc, "Manufacturer"),
@@ -602,4 +636,6 @@ def require_complete(facts: HostFacts, rules: Sequence[str]) -> None:
     """Fail closed: a host without a PXE MAC cannot be enlisted, so it is not healthy."""
     if facts.pxe is None:
         ids = ", ".join(n.id for n in facts.nics) or "none"
-        raise ParseError(ErrorKind.INCOMPLETE, f"no NIC matches the PXE rules {list(rules)} (NICs: {ids})")
+        raise ParseError(
+            ErrorKind.INCOMPLETE, f"no NIC matches the PXE rules {list(rules)} (NICs: {ids})"
+        )

@@ -24,7 +24,9 @@ DEFAULT_PORT = 443
 #: Refuse to expand more than this many targets from one inventory (a /8 typo is not a rack).
 MAX_TARGETS = 65536
 
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 
 
 class TargetError(ValueError):
@@ -76,7 +78,9 @@ def _hosts(host: str, spec: str) -> list[str]:
         if "/" in host:
             network = netaddr.IPNetwork(host)
             if network.size > MAX_TARGETS:
-                raise TargetError(f"target {spec!r}: {network.size} addresses is more than {MAX_TARGETS}")
+                raise TargetError(
+                    f"target {spec!r}: {network.size} addresses is more than {MAX_TARGETS}"
+                )
             hosts = list(network.iter_hosts()) if network.size > 2 else list(network)
             return [str(ip) for ip in hosts]
         if "-" in host and re.fullmatch(r"[0-9a-fA-F.:]+-[0-9a-fA-F.:]+", host):
@@ -85,7 +89,9 @@ def _hosts(host: str, spec: str) -> list[str]:
                 last = first.rsplit(".", 1)[0] + "." + last
             ip_range = netaddr.IPRange(first, last)
             if ip_range.size > MAX_TARGETS:
-                raise TargetError(f"target {spec!r}: {ip_range.size} addresses is more than {MAX_TARGETS}")
+                raise TargetError(
+                    f"target {spec!r}: {ip_range.size} addresses is more than {MAX_TARGETS}"
+                )
             return [str(ip) for ip in ip_range]
         if netaddr.valid_ipv4(host, flags=netaddr.INET_PTON) or netaddr.valid_ipv6(host):
             return [str(netaddr.IPAddress(host))]

@@ -39,22 +39,69 @@ def lab_dir_default() -> Path:
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument("--rack", type=Path, default=Path(os.environ.get("RACKSMITH_RACK") or spec.DEFAULT_SPEC),
-                        help="rack file (default: $RACKSMITH_RACK or inventory/lab/rack.yml)")
-    parser.add_argument("--lab-dir", type=Path, default=None,
-                        help=f"lab state directory (default: $RACKSMITH_LAB_DIR or {DEFAULT_LAB_DIR})")
-    parser.add_argument("--count", type=int, help="serve N synthesized healthy BMCs instead of the rack's servers")
-    parser.add_argument("--model", choices=MODELS, default="hgx-h200-8gpu", help="model for --count (default %(default)s)")
-    parser.add_argument("--base-port", type=int, help="first port (default: the rack's bmc.base_port, or 18443 with --count); 0: any free ports, see state.json")
-    parser.add_argument("--listen", help="address to listen on (default: the rack's bmc.listen, 127.0.0.1)")
-    parser.add_argument("--scheme", choices=("http", "https"), help="default: the rack's bmc.scheme (https)")
-    parser.add_argument("--latency", default="0", type=Latency.parse,
-                        help="per-request latency: seconds (0.5), a range (0.1-0.3), or idrac9/idrac8 (default 0)")
-    parser.add_argument("--session-limit", type=int, default=8, help="live sessions before 503 RAC0218 (default 8)")
-    parser.add_argument("--session-timeout", type=float, default=1800.0, help="idle session expiry in seconds (default 1800)")
-    parser.add_argument("--power-delay", type=float, default=2.0, help="seconds a power transition takes (default 2)")
-    parser.add_argument("--initial-power", choices=("on", "off"), default="off", help="power state at start (default off)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every request (method, path, status)")
+    parser.add_argument(
+        "--rack",
+        type=Path,
+        default=Path(os.environ.get("RACKSMITH_RACK") or spec.DEFAULT_SPEC),
+        help="rack file (default: $RACKSMITH_RACK or inventory/lab/rack.yml)",
+    )
+    parser.add_argument(
+        "--lab-dir",
+        type=Path,
+        default=None,
+        help=f"lab state directory (default: $RACKSMITH_LAB_DIR or {DEFAULT_LAB_DIR})",
+    )
+    parser.add_argument(
+        "--count", type=int, help="serve N synthesized healthy BMCs instead of the rack's servers"
+    )
+    parser.add_argument(
+        "--model",
+        choices=MODELS,
+        default="hgx-h200-8gpu",
+        help="model for --count (default %(default)s)",
+    )
+    parser.add_argument(
+        "--base-port",
+        type=int,
+        help="first port (default: the rack's bmc.base_port, or 18443 with --count); 0: any free "
+             "ports, see state.json",
+    )
+    parser.add_argument(
+        "--listen", help="address to listen on (default: the rack's bmc.listen, 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--scheme", choices=("http", "https"), help="default: the rack's bmc.scheme (https)"
+    )
+    parser.add_argument(
+        "--latency",
+        default="0",
+        type=Latency.parse,
+        help="per-request latency: seconds (0.5), a range (0.1-0.3), or idrac9/idrac8 (default 0)",
+    )
+    parser.add_argument(
+        "--session-limit", type=int, default=8, help="live sessions before 503 RAC0218 (default 8)"
+    )
+    parser.add_argument(
+        "--session-timeout",
+        type=float,
+        default=1800.0,
+        help="idle session expiry in seconds (default 1800)",
+    )
+    parser.add_argument(
+        "--power-delay",
+        type=float,
+        default=2.0,
+        help="seconds a power transition takes (default 2)",
+    )
+    parser.add_argument(
+        "--initial-power",
+        choices=("on", "off"),
+        default="off",
+        help="power state at start (default off)",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log every request (method, path, status)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -72,7 +119,10 @@ def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], st
         raise SystemExit(str(exc)) from None
     for server in rack.servers:
         if server.model not in MODELS:
-            raise SystemExit(f"{rack.path}: server {server.name} has model {server.model!r}; the BMC emulation knows {', '.join(MODELS)}")
+            raise SystemExit(
+                f"{rack.path}: server {server.name} has model {server.model!r}; the BMC "
+                f"emulation knows {', '.join(MODELS)}"
+            )
     if args.base_port == 0:
         ports = [0] * len(rack.servers)
     elif args.base_port:
@@ -83,17 +133,25 @@ def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], st
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
     lab_dir = args.lab_dir or lab_dir_default()
     servers, ports, listen, scheme = _servers(args)
     env = read_env_file(pki.ensure_credentials(lab_dir))
     username, password = env.get(DEFAULT_USERNAME_ENV), env.get(DEFAULT_PASSWORD_ENV)
     if not username or not password:
-        raise SystemExit(f"{lab_dir / 'secrets' / 'bmc.env'}: needs {DEFAULT_USERNAME_ENV} and {DEFAULT_PASSWORD_ENV}")
+        raise SystemExit(
+            f"{lab_dir / 'secrets' / 'bmc.env'}: needs {DEFAULT_USERNAME_ENV} and "
+            f"{DEFAULT_PASSWORD_ENV}"
+        )
     tls = None
     if scheme == "https":
-        cert, key = pki.issue_server_cert(lab_dir, lab_dir / "bmc" / "tls", [listen, "127.0.0.1", "localhost"])
+        cert, key = pki.issue_server_cert(
+            lab_dir, lab_dir / "bmc" / "tls", [listen, "127.0.0.1", "localhost"]
+        )
         tls = server_tls_context(cert, key)
     settings = Settings(
         latency=args.latency,
@@ -102,7 +160,15 @@ def run(args: argparse.Namespace) -> int:
         power_delay=args.power_delay,
         initial_power=args.initial_power.capitalize(),
     )
-    farm = create_farm(servers, username=username, password=password, ports=ports, listen=listen, tls=tls, settings=settings)
+    farm = create_farm(
+        servers,
+        username=username,
+        password=password,
+        ports=ports,
+        listen=listen,
+        tls=tls,
+        settings=settings,
+    )
     try:
         farm.start()
     except OSError as exc:
@@ -119,8 +185,15 @@ def run(args: argparse.Namespace) -> int:
     state_file.parent.mkdir(parents=True, exist_ok=True)
     state_file.write_text(json.dumps(state, indent=2) + "\n")
     listening = [e for e in endpoints if e.listening]
-    log.info("serving %d emulated iDRACs over %s on %s ports %s (%d refuse connections: bmc_unreachable)",
-             len(listening), scheme, listen, ",".join(str(e.port) for e in listening), len(endpoints) - len(listening))
+    log.info(
+        "serving %d emulated iDRACs over %s on %s ports %s (%d refuse connections: "
+        "bmc_unreachable)",
+        len(listening),
+        scheme,
+        listen,
+        ",".join(str(e.port) for e in listening),
+        len(endpoints) - len(listening),
+    )
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

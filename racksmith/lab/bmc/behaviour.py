@@ -54,7 +54,12 @@ MAX_EXPAND_LEVELS = 1
 BOOT_ENABLED = ("Disabled", "Once", "Continuous")
 BOOT_MODES = ("UEFI", "Legacy")
 BOOT_KEYS = frozenset(
-    {"BootSourceOverrideEnabled", "BootSourceOverrideTarget", "BootSourceOverrideMode", "UefiTargetBootSourceOverride"}
+    {
+        "BootSourceOverrideEnabled",
+        "BootSourceOverrideTarget",
+        "BootSourceOverrideMode",
+        "UefiTargetBootSourceOverride",
+    }
 )
 
 
@@ -75,7 +80,8 @@ class Latency:
         match = re.fullmatch(r"(\d+(?:\.\d+)?)(?:-(\d+(?:\.\d+)?))?", text)
         if not match:
             raise ValueError(
-                f"latency {spec!r}: use seconds (0.5), a range (0.1-0.3) or one of {', '.join(cls.PROFILES)}"
+                f"latency {spec!r}: use seconds (0.5), a range (0.1-0.3) or one of "
+                f"{', '.join(cls.PROFILES)}"
             )
         low = float(match.group(1))
         high = float(match.group(2) or low)
@@ -158,8 +164,15 @@ class _Session:
     last_used: float
 
 
-def _message(message_id: str, message: str, severity: str = "Warning", resolution: str = "None.") -> dict[str, Any]:
-    return {"MessageId": message_id, "Message": message, "Severity": severity, "Resolution": resolution}
+def _message(
+    message_id: str, message: str, severity: str = "Warning", resolution: str = "None."
+) -> dict[str, Any]:
+    return {
+        "MessageId": message_id,
+        "Message": message,
+        "Severity": severity,
+        "Resolution": resolution,
+    }
 
 
 def _error_body(*messages: dict[str, Any]) -> dict[str, Any]:
@@ -202,11 +215,17 @@ class EmulatedBmc:
         self._gets = 0
         self._power = "On" if self.settings.initial_power.lower() == "on" else "Off"
         self._transition: tuple[float, str, str] | None = None  # (end, final, shown meanwhile)
-        self._boot = {"BootSourceOverrideEnabled": "Disabled", "BootSourceOverrideTarget": "None",
-                      "BootSourceOverrideMode": "UEFI", "UefiTargetBootSourceOverride": None}
+        self._boot = {
+            "BootSourceOverrideEnabled": "Disabled",
+            "BootSourceOverrideTarget": "None",
+            "BootSourceOverrideMode": "UEFI",
+            "UefiTargetBootSourceOverride": None,
+        }
         self._clock_offset = self.faults.clock_skew
         self._tz = timezone(timedelta(hours=-5))  # the capture's DateTimeLocalOffset
-        self.boots: list[tuple[float, str]] = []  # (when, boot target) each time the host powered on
+        self.boots: list[
+            tuple[float, str]
+        ] = []  # (when, boot target) each time the host powered on
         self.stats: Counter[str] = Counter()
         self.max_live_sessions = 0
         self._hidden: set[str] = set()
@@ -254,10 +273,13 @@ class EmulatedBmc:
             session = self._authenticate(headers)
             if session is False:
                 self.stats["unauthorized"] += 1
-                return self._json(
+                return self._fail(
                     401,
-                    _error_body(_message("Base.1.12.NoValidSession", "There is no valid session established with the implementation.", "Critical", "Establish a session before attempting any operations.")),
-                    {"WWW-Authenticate": 'Basic realm="RedfishService"'},
+                    "Base.1.12.NoValidSession",
+                    "There is no valid session established with the implementation.",
+                    "Critical",
+                    "Establish a session before attempting any operations.",
+                    headers={"WWW-Authenticate": 'Basic realm="RedfishService"'},
                 )
             if method == "DELETE" and path.startswith(SESSIONS + "/"):
                 return self._logout(path.rsplit("/", 1)[-1])
@@ -278,12 +300,20 @@ class EmulatedBmc:
             return self._patch_manager(body)
         if self._resource(path) is None:
             return self._not_found(path)
-        return self._json(405, _error_body(_message("Base.1.12.OperationNotAllowed", f"The {method} operation is not allowed on {path}.")))
+        return self._fail(
+            405,
+            "Base.1.12.OperationNotAllowed",
+            f"The {method} operation is not allowed on {path}.",
+        )
 
     # -- authentication ---------------------------------------------------------------------------
 
     def _credentials_ok(self, user: Any, password: Any) -> bool:
-        if self.faults.reject_credentials or not isinstance(user, str) or not isinstance(password, str):
+        if (
+            self.faults.reject_credentials
+            or not isinstance(user, str)
+            or not isinstance(password, str)
+        ):
             return False
         same_user = hmac.compare_digest(user.encode(), self._username.encode())
         same_password = hmac.compare_digest(password.encode(), self._password.encode())
@@ -311,7 +341,11 @@ class EmulatedBmc:
         return False
 
     def _purge(self, now: float) -> None:
-        expired = [sid for sid, s in self._sessions.items() if now - s.last_used > self.settings.session_timeout]
+        expired = [
+            sid
+            for sid, s in self._sessions.items()
+            if now - s.last_used > self.settings.session_timeout
+        ]
         for sid in expired:
             del self._sessions[sid]
             self.stats["sessions_expired"] += 1
@@ -325,14 +359,26 @@ class EmulatedBmc:
             self._logins += 1
         if not self._credentials_ok(payload.get("UserName"), payload.get("Password")):
             self.stats["login_failed"] += 1
-            return self._json(401, _error_body(_message("IDRAC.2.8.RAC0211", "Unable to log in because the username or password is incorrect.", "Critical", "Enter valid credentials and retry the operation.")))
+            return self._fail(
+                401,
+                "IDRAC.2.8.RAC0211",
+                "Unable to log in because the username or password is incorrect.",
+                "Critical",
+                "Enter valid credentials and retry the operation.",
+            )
         cycle = self.faults.busy_cycle
         with self._lock:
             self._purge(time.monotonic())
             full = len(self._sessions) >= self.settings.session_limit
             if self.faults.busy or full or (cycle and attempt % cycle != cycle - 1):
                 self.stats["busy"] += 1
-                return self._json(503, _error_body(_message("IDRAC.2.8.RAC0218", "The maximum number of user sessions is reached.", "Critical", "Close one or more sessions and retry the operation.")))
+                return self._fail(
+                    503,
+                    "IDRAC.2.8.RAC0218",
+                    "The maximum number of user sessions is reached.",
+                    "Critical",
+                    "Close one or more sessions and retry the operation.",
+                )
             sid = str(self._next_session)
             self._next_session += 1
             session = _Session(sid, secrets.token_hex(16), payload["UserName"], time.monotonic())
@@ -340,7 +386,9 @@ class EmulatedBmc:
             self.max_live_sessions = max(self.max_live_sessions, len(self._sessions))
         self.stats["sessions_created"] += 1
         location = f"{SESSIONS}/{sid}"
-        return self._json(201, self._session_doc(session), {"X-Auth-Token": session.token, "Location": location})
+        return self._json(
+            201, self._session_doc(session), {"X-Auth-Token": session.token, "Location": location}
+        )
 
     def _logout(self, sid: str) -> Reply:
         with self._lock:
@@ -348,7 +396,14 @@ class EmulatedBmc:
         if removed is None:
             return self._not_found(f"{SESSIONS}/{sid}")
         self.stats["sessions_deleted"] += 1
-        return self._json(200, {"@Message.ExtendedInfo": [_message("Base.1.12.Success", "Successfully Completed Request", "OK")]})
+        return self._json(
+            200,
+            {
+                "@Message.ExtendedInfo": [
+                    _message("Base.1.12.Success", "Successfully Completed Request", "OK")
+                ]
+            },
+        )
 
     def _session_doc(self, session: _Session) -> dict[str, Any]:
         return {
@@ -390,7 +445,9 @@ class EmulatedBmc:
         members = doc.get("Members")
         if isinstance(members, list):
             kept = [m for m in members if not self._hidden_path(str(m.get("@odata.id", "")))]
-            if (path == SYSTEMS and self.faults.empty_systems) or (path == ETHERNET and self.faults.empty_nics):
+            if (path == SYSTEMS and self.faults.empty_systems) or (
+                path == ETHERNET and self.faults.empty_nics
+            ):
                 kept = []
             if len(kept) != len(members):
                 doc["Members"] = kept
@@ -431,7 +488,12 @@ class EmulatedBmc:
                 if not match:
                     return self._bad_query(key, value)
                 if int(match.group(2) or 1) > MAX_EXPAND_LEVELS:
-                    return self._json(400, _error_body(_message("Base.1.12.QueryParameterOutOfRange", f"The value {value} for the query parameter $expand is out of range (MaxLevels {MAX_EXPAND_LEVELS}).")))
+                    return self._fail(
+                        400,
+                        "Base.1.12.QueryParameterOutOfRange",
+                        f"The value {value} for the query parameter $expand is out of range "
+                        f"(MaxLevels {MAX_EXPAND_LEVELS}).",
+                    )
                 expand = match.group(1)
             elif key == "$select":
                 select = {v.strip() for v in value.split(",") if v.strip()}
@@ -466,7 +528,11 @@ class EmulatedBmc:
             self._transition = None
             self._power = final
             if final == "On":
-                target = self._boot["BootSourceOverrideTarget"] if self._boot["BootSourceOverrideEnabled"] != "Disabled" else "None"
+                target = (
+                    self._boot["BootSourceOverrideTarget"]
+                    if self._boot["BootSourceOverrideEnabled"] != "Disabled"
+                    else "None"
+                )
                 self.boots.append((time.time(), target))
                 if self._boot["BootSourceOverrideEnabled"] == "Once":
                     self._boot["BootSourceOverrideEnabled"] = "Disabled"
@@ -478,12 +544,26 @@ class EmulatedBmc:
         if isinstance(payload, Reply):
             return payload
         system = self.variant.document(SYSTEM) or {}
-        allowed = system.get("Actions", {}).get("#ComputerSystem.Reset", {}).get("ResetType@Redfish.AllowableValues", [])
+        allowed = (
+            system.get("Actions", {})
+            .get("#ComputerSystem.Reset", {})
+            .get("ResetType@Redfish.AllowableValues", [])
+        )
         reset_type = payload.get("ResetType")
         if reset_type is None:
-            return self._json(400, _error_body(_message("Base.1.12.ActionParameterMissing", "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body.")))
+            return self._fail(
+                400,
+                "Base.1.12.ActionParameterMissing",
+                "The action ComputerSystem.Reset requires the parameter ResetType to be present "
+                "in the request body.",
+            )
         if reset_type not in allowed:
-            return self._json(400, _error_body(_message("Base.1.12.ActionParameterValueNotInList", f"The value '{reset_type}' for the parameter ResetType in the action ComputerSystem.Reset is not in the list of acceptable values.")))
+            return self._fail(
+                400,
+                "Base.1.12.ActionParameterValueNotInList",
+                f"The value '{reset_type}' for the parameter ResetType in the action "
+                "ComputerSystem.Reset is not in the list of acceptable values.",
+            )
         delay = self.settings.power_delay
         with self._lock:
             now = time.monotonic()
@@ -491,13 +571,25 @@ class EmulatedBmc:
             on = state in ("On", "PoweringOn")
             if reset_type == "On" and on:
                 self.stats["psu501"] += 1
-                return self._json(409, _error_body(_message("IDRAC.2.8.PSU501", "Server is already powered ON.", "Warning", "No response action is required.")))
+                return self._fail(
+                    409,
+                    "IDRAC.2.8.PSU501",
+                    "Server is already powered ON.",
+                    "Warning",
+                    "No response action is required.",
+                )
             if reset_type == "ForceOff" or (reset_type == "PushPowerButton" and on):
                 self._power, self._transition = "Off", None
             elif reset_type == "GracefulShutdown":
                 if on:
                     self._transition = (now + delay, "Off", "PoweringOff")
-            elif reset_type in ("On", "ForceRestart", "GracefulRestart", "PowerCycle", "PushPowerButton"):
+            elif reset_type in (
+                "On",
+                "ForceRestart",
+                "GracefulRestart",
+                "PowerCycle",
+                "PushPowerButton",
+            ):
                 self._power = "Off"
                 self._transition = (now + delay, "On", "PoweringOn")
             self.stats[f"reset_{reset_type}"] += 1
@@ -509,29 +601,63 @@ class EmulatedBmc:
             return payload
         extra = set(payload) - {"Boot"}
         if extra:
-            return self._json(400, _error_body(_message("Base.1.12.PropertyNotWritable", f"The property {sorted(extra)[0]} is a read only property and cannot be assigned a value.")))
+            return self._fail(
+                400,
+                "Base.1.12.PropertyNotWritable",
+                f"The property {sorted(extra)[0]} is a read only property and cannot be assigned "
+                "a value.",
+            )
         boot = payload.get("Boot")
         if not isinstance(boot, dict) or not boot:
-            return self._json(400, _error_body(_message("Base.1.12.PropertyValueTypeError", "The value for the property Boot is of a different type than the property can accept.")))
+            return self._fail(
+                400,
+                "Base.1.12.PropertyValueTypeError",
+                "The value for the property Boot is of a different type than the property can "
+                "accept.",
+            )
         unknown = set(boot) - BOOT_KEYS
         if unknown:
-            return self._json(400, _error_body(_message("Base.1.12.PropertyUnknown", f"The property {sorted(unknown)[0]} is not in the list of valid properties for the resource.")))
+            return self._fail(
+                400,
+                "Base.1.12.PropertyUnknown",
+                f"The property {sorted(unknown)[0]} is not in the list of valid properties for "
+                "the resource.",
+            )
         system = self.variant.document(SYSTEM) or {}
         allowed = {
-            "BootSourceOverrideTarget": system.get("Boot", {}).get("BootSourceOverrideTarget@Redfish.AllowableValues", []),
+            "BootSourceOverrideTarget": system.get("Boot", {}).get(
+                "BootSourceOverrideTarget@Redfish.AllowableValues", []
+            ),
             "BootSourceOverrideEnabled": BOOT_ENABLED,
             "BootSourceOverrideMode": BOOT_MODES,
         }
         for key, values in allowed.items():
             if key in boot and boot[key] not in values:
-                return self._json(400, _error_body(_message("Base.1.12.PropertyValueNotInList", f"The value '{boot[key]}' for the property {key} is not in the list of acceptable values.")))
+                return self._fail(
+                    400,
+                    "Base.1.12.PropertyValueNotInList",
+                    f"The value '{boot[key]}' for the property {key} is not in the list of "
+                    "acceptable values.",
+                )
         with self._lock:
             self._boot.update(boot)
         self.stats["boot_patch"] += 1
         if self.faults.boot_quirk:
             # community.general#5091: 13G in UEFI mode rejects the PATCH yet applies it.
-            return self._json(400, _error_body(_message("Base.1.12.PropertyValueConflict", "The value for BootSourceOverrideTarget cannot be applied because it depends on other attribute(s).")))
-        return self._json(200, {"@Message.ExtendedInfo": [_message("Base.1.12.Success", "Successfully Completed Request", "OK")]})
+            return self._fail(
+                400,
+                "Base.1.12.PropertyValueConflict",
+                "The value for BootSourceOverrideTarget cannot be applied because it depends on "
+                "other attribute(s).",
+            )
+        return self._json(
+            200,
+            {
+                "@Message.ExtendedInfo": [
+                    _message("Base.1.12.Success", "Successfully Completed Request", "OK")
+                ]
+            },
+        )
 
     def _patch_manager(self, body: bytes) -> Reply:
         payload = self._payload(body)
@@ -539,21 +665,40 @@ class EmulatedBmc:
             return payload
         extra = set(payload) - {"DateTime", "DateTimeLocalOffset"}
         if extra:
-            return self._json(400, _error_body(_message("Base.1.12.PropertyNotWritable", f"The property {sorted(extra)[0]} is a read only property and cannot be assigned a value.")))
+            return self._fail(
+                400,
+                "Base.1.12.PropertyNotWritable",
+                f"The property {sorted(extra)[0]} is a read only property and cannot be assigned "
+                "a value.",
+            )
         try:
             if "DateTimeLocalOffset" in payload:
                 hours, _, minutes = str(payload["DateTimeLocalOffset"]).partition(":")
                 sign = -1 if hours.startswith("-") else 1
-                self._tz = timezone(sign * timedelta(hours=abs(int(hours)), minutes=int(minutes or 0)))
+                self._tz = timezone(
+                    sign * timedelta(hours=abs(int(hours)), minutes=int(minutes or 0))
+                )
             if "DateTime" in payload:
                 wanted = datetime.fromisoformat(str(payload["DateTime"]).replace("Z", "+00:00"))
                 if wanted.tzinfo is None:
                     raise ValueError("no UTC offset")
                 self._clock_offset = wanted.timestamp() - time.time()
         except ValueError:
-            return self._json(400, _error_body(_message("Base.1.12.PropertyValueFormatError", "The value for the property DateTime is of a different format than the property can accept.")))
+            return self._fail(
+                400,
+                "Base.1.12.PropertyValueFormatError",
+                "The value for the property DateTime is of a different format than the property "
+                "can accept.",
+            )
         self.stats["clock_set"] += 1
-        return self._json(200, {"@Message.ExtendedInfo": [_message("Base.1.12.Success", "Successfully Completed Request", "OK")]})
+        return self._json(
+            200,
+            {
+                "@Message.ExtendedInfo": [
+                    _message("Base.1.12.Success", "Successfully Completed Request", "OK")
+                ]
+            },
+        )
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -563,15 +708,51 @@ class EmulatedBmc:
         except ValueError:
             payload = None
         if not isinstance(payload, dict):
-            return self._json(400, _error_body(_message("Base.1.12.MalformedJSON", "The request body submitted was malformed JSON and could not be parsed by the receiving service.")))
+            return self._fail(
+                400,
+                "Base.1.12.MalformedJSON",
+                "The request body submitted was malformed JSON and could not be parsed by the "
+                "receiving service.",
+            )
         return payload
 
-    def _json(self, status: int, doc: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:
+    def _json(
+        self, status: int, doc: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> Reply:
         text = self.identity.apply(json.dumps(doc))
-        return Reply(status, text.encode(), {"Content-Type": "application/json;odata.metadata=minimal;charset=utf-8", **(headers or {})})
+        return Reply(
+            status,
+            text.encode(),
+            {
+                "Content-Type": "application/json;odata.metadata=minimal;charset=utf-8",
+                **(headers or {}),
+            },
+        )
+
+    def _fail(
+        self,
+        status: int,
+        message_id: str,
+        text: str,
+        severity: str = "Warning",
+        resolution: str = "None.",
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        """A Redfish error answer with one ``@Message.ExtendedInfo`` entry."""
+        body = _error_body(_message(message_id, text, severity, resolution))
+        return self._json(status, body, headers)
 
     def _not_found(self, path: str) -> Reply:
-        return self._json(404, _error_body(_message("Base.1.12.ResourceMissingAtURI", f"The resource at the URI {path} was not found.", "Critical")))
+        return self._fail(
+            404,
+            "Base.1.12.ResourceMissingAtURI",
+            f"The resource at the URI {path} was not found.",
+            "Critical",
+        )
 
     def _bad_query(self, key: str, value: str) -> Reply:
-        return self._json(400, _error_body(_message("Base.1.12.QueryNotSupported", f"Querying with {key}={value} is not supported by this emulated service.")))
+        return self._fail(
+            400,
+            "Base.1.12.QueryNotSupported",
+            f"Querying with {key}={value} is not supported by this emulated service.",
+        )

@@ -35,7 +35,9 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def ensure_ca(lab_dir: Path) -> tuple[Path, Path]:
@@ -57,9 +59,15 @@ def ensure_ca(lab_dir: Path) -> tuple[Path, Path]:
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -87,7 +95,9 @@ def issue_server_cert(lab_dir: Path, out_dir: Path, names: list[str]) -> tuple[P
     now = dt.datetime.now(dt.timezone.utc)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith emulated iDRAC")]))
+        .subject_name(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith emulated iDRAC")])
+        )
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -97,7 +107,8 @@ def issue_server_cert(lab_dir: Path, out_dir: Path, names: list[str]) -> tuple[P
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), critical=False  # type: ignore[arg-type]
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()),
+            critical=False,  # type: ignore[arg-type]
         )
         .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     )
@@ -113,5 +124,7 @@ def ensure_credentials(lab_dir: Path) -> Path:
     if path.exists():
         return path  # whoever wrote it owns it; a missing variable is reported when read
     password = secrets.token_urlsafe(18)
-    _write_private(path, f"{DEFAULT_USERNAME_ENV}={LAB_USERNAME}\n{DEFAULT_PASSWORD_ENV}={password}\n".encode())
+    _write_private(
+        path, f"{DEFAULT_USERNAME_ENV}={LAB_USERNAME}\n{DEFAULT_PASSWORD_ENV}={password}\n".encode()
+    )
     return path

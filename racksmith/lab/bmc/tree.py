@@ -84,7 +84,9 @@ class SushyStaticUpstream:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="sushy-static", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="sushy-static", daemon=True
+        )
         self._thread.start()
 
     def get(self, path: str) -> tuple[int, bytes]:

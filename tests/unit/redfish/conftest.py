@@ -24,7 +24,7 @@ from racksmith.redfish.credentials import Credentials, read_env_file
 from racksmith.redfish.targets import Target
 
 #: Distinctive, so a grep for it in logs and caches cannot match anything by accident.
-PASSWORD = "Pw-racksmith-9f3Kq7-unit"  # noqa: S105
+PASSWORD = "Pw-racksmith-9f3Kq7-unit"
 
 
 class Capture:
@@ -76,11 +76,22 @@ def ca_bundle(lab_dir: Path) -> str:
 @pytest.fixture
 def client_options(ca_bundle: str) -> ClientOptions:
     """Short timeouts and backoffs: loopback BMCs answer in milliseconds."""
-    return ClientOptions(ca_bundle=ca_bundle, connect_timeout=2, read_timeout=3, backoff=0.05, busy_backoff=0.2)
+    return ClientOptions(
+        ca_bundle=ca_bundle, connect_timeout=2, read_timeout=3, backoff=0.05, busy_backoff=0.2
+    )
 
 
-def make_server(index: int, model: str = "hgx-h200-8gpu", faults: tuple[str, ...] = (), name: str | None = None) -> Server:
-    return Server(index=index, name=name or f"gpu{index:02d}", model=model, ip="127.0.0.1", bmc_port=0, faults=frozenset(faults))
+def make_server(
+    index: int, model: str = "hgx-h200-8gpu", faults: tuple[str, ...] = (), name: str | None = None
+) -> Server:
+    return Server(
+        index=index,
+        name=name or f"gpu{index:02d}",
+        model=model,
+        ip="127.0.0.1",
+        bmc_port=0,
+        faults=frozenset(faults),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -106,7 +117,8 @@ class Rack:
 
 @pytest.fixture
 def rack(lab_dir: Path, tls_context) -> Iterator[Callable[..., Rack]]:
-    """``rack(servers, faults={name: Faults}, settings=Settings(), scheme="https")`` -> a started Rack."""
+    """``rack(servers, faults={name: Faults}, settings=Settings(), scheme="https")`` -> a
+    started Rack."""
     started: list[BmcFarm] = []
 
     def make(

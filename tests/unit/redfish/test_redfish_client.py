@@ -30,7 +30,10 @@ def test_session_login_and_logout(rack, server, creds, client_options):
 def test_session_deleted_when_the_caller_fails(rack, server, creds, client_options):
     lab = rack([server(1)])
     bmc = lab.bmc("gpu01")
-    with pytest.raises(RuntimeError), RedfishClient(lab.target("gpu01"), creds, client_options) as client:
+    with (
+        pytest.raises(RuntimeError),
+        RedfishClient(lab.target("gpu01"), creds, client_options) as client,
+    ):
         client.get(SYSTEMS)
         raise RuntimeError("caller bug")
     assert bmc.live_sessions() == 0 and bmc.stats["sessions_deleted"] == 1
@@ -39,7 +42,10 @@ def test_session_deleted_when_the_caller_fails(rack, server, creds, client_optio
 def test_session_deleted_when_the_deadline_expires(rack, server, creds, client_options):
     lab = rack([server(1)], settings=Settings(latency=Latency(0.3, 0.3)))
     bmc = lab.bmc("gpu01")
-    with pytest.raises(RedfishError) as err, RedfishClient(lab.target("gpu01"), creds, client_options, deadline=Deadline(1.0)) as client:
+    with (
+        pytest.raises(RedfishError) as err,
+        RedfishClient(lab.target("gpu01"), creds, client_options, deadline=Deadline(1.0)) as client,
+    ):
         for _ in range(10):
             client.get(SYSTEMS)
     assert err.value.kind is ErrorKind.TIMEOUT and "deadline" in err.value.reason
@@ -50,7 +56,10 @@ def test_session_deleted_when_the_deadline_expires(rack, server, creds, client_o
 def test_sessions_deleted_on_server_errors(rack, server, creds, client_options):
     lab = rack([server(1, faults=("bmc_malformed",))])
     bmc = lab.bmc("gpu01")
-    with pytest.raises(RedfishError) as err, RedfishClient(lab.target("gpu01"), creds, client_options) as client:
+    with (
+        pytest.raises(RedfishError) as err,
+        RedfishClient(lab.target("gpu01"), creds, client_options) as client,
+    ):
         client.get(SYSTEMS)
     assert err.value.kind is ErrorKind.MALFORMED
     assert bmc.stats["sessions_created"] == bmc.stats["sessions_deleted"] == 1
@@ -61,7 +70,9 @@ def test_bad_credentials_are_auth_failed(rack, server, client_options):
 
     lab = rack([server(1)])
     with pytest.raises(RedfishError) as err:
-        RedfishClient(lab.target("gpu01"), Credentials("root", "wrong-password"), client_options).__enter__()
+        RedfishClient(
+            lab.target("gpu01"), Credentials("root", "wrong-password"), client_options
+        ).__enter__()
     assert err.value.kind is ErrorKind.AUTH and err.value.status == 401
     assert lab.bmc("gpu01").live_sessions() == 0
 
@@ -89,7 +100,9 @@ def test_plain_http_where_a_test_needs_it(rack, server, creds):
 
 
 def test_session_limit_backs_off_instead_of_hammering(rack, server, creds, client_options):
-    lab = rack([server(1)], faults={"gpu01": Faults(busy_cycle=3)})  # 503 RAC0218 twice, then a slot
+    lab = rack(
+        [server(1)], faults={"gpu01": Faults(busy_cycle=3)}
+    )  # 503 RAC0218 twice, then a slot
     bmc = lab.bmc("gpu01")
     started = time.monotonic()
     with RedfishClient(lab.target("gpu01"), creds, client_options) as client:
@@ -128,7 +141,10 @@ def test_transient_resets_are_retried_for_gets(rack, server, creds, client_optio
 
 def test_persistent_resets_fail_as_reset(rack, server, creds, client_options):
     lab = rack([server(1, faults=("bmc_reset",))])
-    with pytest.raises(RedfishError) as err, RedfishClient(lab.target("gpu01"), creds, client_options) as client:
+    with (
+        pytest.raises(RedfishError) as err,
+        RedfishClient(lab.target("gpu01"), creds, client_options) as client,
+    ):
         client.get(SYSTEMS)
     assert err.value.kind is ErrorKind.RESET
     assert client.stats.by_method["GET"] == 1 + client_options.retries

@@ -21,7 +21,9 @@ def test_system_identity_uses_sku_as_service_tag_not_serial(capture):
     assert info.uuid == "4c4c4544-0035-3410-8050-c6c04f314733"
     assert (info.power_state, info.health, info.bios_version) == ("On", "OK", "1.8.2")
     assert info.memory_gib == 512 and info.cpu_count == 2
-    assert "PowerCycle" in info.reset_types and info.reset_target.endswith("/Actions/ComputerSystem.Reset")
+    assert "PowerCycle" in info.reset_types and info.reset_target.endswith(
+        "/Actions/ComputerSystem.Reset"
+    )
     assert info.boot.enabled == "Disabled" and "Pxe" in info.boot.allowed_targets
     assert info.manager_uris == ("/redfish/v1/Managers/iDRAC.Embedded.1",)
     assert info.dell_video_uri == f"{SYSTEM}/Oem/Dell/DellVideo"
@@ -86,7 +88,9 @@ def test_permanent_mac_wins_over_assigned_mac(capture):
 
 def _adapter_functions(capture) -> tuple[list[dict], dict[str, list[dict]]]:
     adapters = capture.members(f"{CHASSIS}/NetworkAdapters")
-    functions = {a["Id"]: capture.members(a["NetworkDeviceFunctions"]["@odata.id"]) for a in adapters}
+    functions = {
+        a["Id"]: capture.members(a["NetworkDeviceFunctions"]["@odata.id"]) for a in adapters
+    }
     return adapters, functions
 
 
@@ -94,8 +98,14 @@ def test_device_function_fallback_skips_disabled_and_infiniband(capture):
     _, functions = _adapter_functions(capture)
     nics = parse.nics_from_device_functions(functions)
     ids = [n.id for n in nics]
-    # BlueField NIC.Slot.5-1 reports NetDevFuncType "Disabled"; InfiniBand.Slot.7 ports are not Ethernet.
-    assert ids == ["NIC.Embedded.1-1-1", "NIC.Embedded.2-1-1", "NIC.Integrated.1-1-1", "NIC.Integrated.1-2-1"]
+    # BlueField NIC.Slot.5-1 reports NetDevFuncType "Disabled";
+    # InfiniBand.Slot.7 ports are not Ethernet.
+    assert ids == [
+        "NIC.Embedded.1-1-1",
+        "NIC.Embedded.2-1-1",
+        "NIC.Integrated.1-1-1",
+        "NIC.Integrated.1-2-1",
+    ]
     assert all(n.source == "NetworkDeviceFunctions" and n.mac == n.mac.lower() for n in nics)
 
 
@@ -122,14 +132,20 @@ def test_gpus_from_processors_with_firmware_from_dellvideo(capture):
     assert parse.gpus_need_firmware(without)
     video = capture.load(f"{SYSTEM}/Oem/Dell/DellVideo")["Members"]  # iDRAC inlines these members
     (gpu,) = parse.gpus(processors, video)
-    assert (gpu.model, gpu.serial, gpu.firmware) == ("NVIDIA H100 PCIe", "1654422007043", "96.00.30.00.01")
+    assert (gpu.model, gpu.serial, gpu.firmware) == (
+        "NVIDIA H100 PCIe",
+        "1654422007043",
+        "96.00.30.00.01",
+    )
     assert gpu.part_number == "699-21010-0200-600"
     # ProcessorSummary.Count (2) excludes the GPU: count GPUs from ProcessorType only.
     assert parse.parse_system(capture.load(SYSTEM)).cpu_count == 2
 
 
 def test_firmware_inventory(capture):
-    firmware = parse.firmware_inventory(capture.members("/redfish/v1/UpdateService/FirmwareInventory"))
+    firmware = parse.firmware_inventory(
+        capture.members("/redfish/v1/UpdateService/FirmwareInventory")
+    )
     assert len(firmware) == 29
     installed = {f.name: f.version for f in firmware if f.state == "Installed"}
     assert installed["BIOS"] == "1.8.2"
