@@ -29,6 +29,21 @@ OUTPUT_LOG = "var/log/cloud-init-output.log"
 UNIT_NAME = "racksmith-cloud-final.service"
 #: curtin writes MAAS's apt proxy here on a deployed Ubuntu host.
 APT_PROXY_FILE = "etc/apt/apt.conf.d/90curtin-aptproxy"
+SHIM_PATH = "usr/bin/cloud-init"
+STATUS_SHIM = f"""#!/bin/sh
+# racksmith lab stand-in for `cloud-init status [--wait]` (the lab image has no cloud-init).
+[ "${{1:-}}" = status ] || {{ echo "racksmith lab: only 'cloud-init status' exists" >&2; exit 2; }}
+wait=0
+for arg; do [ "$arg" = --wait ] && wait=1; done
+while :; do
+  if [ -e /{DONE_MARKER} ]; then echo "status: done"; exit 0; fi
+  if [ "$(systemctl show -p ActiveState --value {UNIT_NAME})" = failed ]; then
+    echo "status: error"; exit 1
+  fi
+  [ $wait -eq 1 ] || {{ echo "status: running"; exit 0; }}
+  sleep 1
+done
+"""
 
 _HANDLED = {"write_files", "runcmd", "ssh_authorized_keys", "apt", "apt_proxy", "hostname", "fqdn"}
 
@@ -50,6 +65,7 @@ class UserData:
     commands: tuple[str, ...] = ()
     ssh_authorized_keys: tuple[str, ...] = ()
     apt_proxy: str | None = None
+    apt_https_proxy: str | None = None
     ignored: tuple[str, ...] = field(default=())
 
 
@@ -114,6 +130,7 @@ def _merge(a: UserData, b: UserData) -> UserData:
         commands=a.commands + b.commands,
         ssh_authorized_keys=a.ssh_authorized_keys + b.ssh_authorized_keys,
         apt_proxy=b.apt_proxy or a.apt_proxy,
+        apt_https_proxy=b.apt_https_proxy or a.apt_https_proxy,
         ignored=a.ignored + b.ignored,
     )
 
@@ -134,7 +151,8 @@ def _parse_cloud_config(raw: bytes) -> UserData:
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
         raise LabError("user data: 'ssh_authorized_keys' must be a list of strings")
     ignored = tuple(sorted(set(doc) - _HANDLED))
-    ignored += tuple(f"apt.{k}" for k in sorted(set(apt) - {"proxy", "http_proxy"}))
+    https = apt.get("https_proxy")
+    ignored += tuple(f"apt.{k}" for k in sorted(set(apt) - {"proxy", "http_proxy", "https_proxy"}))
     return UserData(
         hostname=str(hostname) if hostname else None,
         write_files=tuple(
@@ -143,6 +161,7 @@ def _parse_cloud_config(raw: bytes) -> UserData:
         commands=tuple(_runcmd_line(i, entry) for i, entry in enumerate(doc.get("runcmd") or [])),
         ssh_authorized_keys=tuple(keys),
         apt_proxy=str(proxy) if proxy else None,
+        apt_https_proxy=str(https) if https else None,
         ignored=ignored,
     )
 
@@ -259,29 +278,41 @@ def apply(user_data: UserData, root: Path, *, default_user: str = "ubuntu") -> N
             handle.writelines(k.strip() + "\n" for k in user_data.ssh_authorized_keys)
         os.chmod(keys, 0o600)
         os.chown(keys, uid, gid)
-    if user_data.apt_proxy:
-        write_apt_proxy(root, user_data.apt_proxy)
-    if user_data.commands:
-        script = _inside(root, SCRIPT_PATH)
-        script.parent.mkdir(parents=True, exist_ok=True)
-        script.write_text(runcmd_script(user_data.commands))
-        script.chmod(0o700)
-        unit = _inside(root, f"/etc/systemd/system/{UNIT_NAME}")
-        unit.parent.mkdir(parents=True, exist_ok=True)
-        unit.write_text(unit_text())
-        wants = _inside(root, "/etc/systemd/system/multi-user.target.wants")
-        wants.mkdir(parents=True, exist_ok=True)
-        link = wants / UNIT_NAME
-        link.unlink(missing_ok=True)
-        link.symlink_to(f"/etc/systemd/system/{UNIT_NAME}")
+    if user_data.apt_proxy or user_data.apt_https_proxy:
+        write_apt_proxy(root, user_data.apt_proxy, user_data.apt_https_proxy)
+    install_first_boot(root, user_data.commands)
 
 
-def apt_proxy_line(url: str) -> str:
-    return f'Acquire::http::Proxy "{url}";\n'
+def install_first_boot(root: Path, commands: tuple[str, ...]) -> None:
+    """The first-boot unit (runs ``commands``, then marks boot finished) and a
+    ``cloud-init status`` stand-in, so the deploy phase can wait for first boot as it does
+    on a real MAAS machine."""
+    script = _inside(root, SCRIPT_PATH)
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(runcmd_script(commands))
+    script.chmod(0o700)
+    unit = _inside(root, f"/etc/systemd/system/{UNIT_NAME}")
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text(unit_text())
+    wants = _inside(root, "/etc/systemd/system/multi-user.target.wants")
+    wants.mkdir(parents=True, exist_ok=True)
+    link = wants / UNIT_NAME
+    link.unlink(missing_ok=True)
+    link.symlink_to(f"/etc/systemd/system/{UNIT_NAME}")
+    shim = _inside(root, SHIM_PATH)
+    shim.parent.mkdir(parents=True, exist_ok=True)
+    shim.write_text(STATUS_SHIM)
+    shim.chmod(0o755)
 
 
-def write_apt_proxy(root: Path, url: str) -> None:
+def apt_proxy_lines(http: str | None, https: str | None = None) -> str:
+    lines = [f'Acquire::http::Proxy "{http}";\n'] if http else []
+    lines += [f'Acquire::https::Proxy "{https}";\n'] if https else []
+    return "".join(lines)
+
+
+def write_apt_proxy(root: Path, http: str | None, https: str | None = None) -> None:
     target = _inside(root, APT_PROXY_FILE)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(apt_proxy_line(url))
+    target.write_text(apt_proxy_lines(http, https))
     target.chmod(0o644)

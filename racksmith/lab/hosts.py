@@ -221,8 +221,7 @@ def start_host(
         )
         try:
             _wait_for_ssh(lab, host, files, record_pid=record.pid, timeout=timeout)
-            if parsed.commands:
-                _check_first_boot(lab, host)
+            _check_first_boot(lab, host)
         except LabError:
             _stop_locked(files, host, wipe=False)
             raise
@@ -280,7 +279,7 @@ def _wait_for_ssh(
 
 
 def _check_first_boot(lab: paths.LabPaths, host: HostSpec) -> None:
-    """runcmd ran before sshd started: a missing marker means a command failed."""
+    """The first-boot unit runs before sshd: a missing marker means user data failed."""
     marker = f"/{cloudinit.DONE_MARKER}"
     check = ssh_argv(lab.ssh_key, host.ip, "test", "-e", marker)
     if subprocess.run(check, capture_output=True, check=False).returncode == 0:

@@ -134,6 +134,26 @@ def test_apply_writes_files_keys_proxy_and_the_first_boot_unit(tmp_path):
     assert link.is_symlink()
     assert "Before=ssh.service" in (root / "etc/systemd/system" / cloudinit.UNIT_NAME).read_text()
     assert "( date ) || rc=1" in (root / cloudinit.SCRIPT_PATH).read_text()
+    assert "status: done" in (root / cloudinit.SHIM_PATH).read_text()
+
+
+def test_the_first_boot_unit_is_installed_even_without_commands(tmp_path):
+    cloudinit.apply(cloudinit.parse(None), _root(tmp_path))
+    assert (tmp_path / cloudinit.SCRIPT_PATH).read_text().endswith("exit $rc\n")
+    assert (
+        tmp_path / "etc/systemd/system/multi-user.target.wants" / cloudinit.UNIT_NAME
+    ).is_symlink()
+
+
+def test_https_proxy_is_written_too(tmp_path):
+    ud = cloudinit.parse(
+        b"#cloud-config\napt: {http_proxy: 'http://p:1', https_proxy: 'http://p:1'}\n"
+    )
+    assert ud.ignored == ()
+    cloudinit.apply(ud, _root(tmp_path))
+    assert (tmp_path / cloudinit.APT_PROXY_FILE).read_text() == (
+        'Acquire::http::Proxy "http://p:1";\nAcquire::https::Proxy "http://p:1";\n'
+    )
 
 
 def test_apply_rejects_an_owner_the_image_does_not_know(tmp_path):
