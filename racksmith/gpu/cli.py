@@ -227,6 +227,7 @@ def _stress_parts(gpus: list[int], sku: Sku, seconds: float, figures: dict) -> l
         "seconds": seconds,
         "per_gpu": [g.__dict__ for g in measured],
         "sustained_over_burst_min": min(g.tflops / g.ref_tflops for g in measured),
+        "stress_over_steady_min": min(g.tflops / g.steady_tflops for g in measured),
         "copy_over_best_min": min(g.copy_tbs / g.ref_copy_tbs for g in measured),
     }
     out = [result]
@@ -274,6 +275,8 @@ def _nccl(count: int, sku: Sku, out: Path, figures: dict) -> CheckResult:
     from . import nccl
 
     points, ranks, info, per_size, log = nccl.launch(count, out)
+    measured = {p.nbytes for p in points}
+    per_size = {n: algo for n, algo in per_size.items() if n in measured}
     figures["nccl"] = {
         "ranks": ranks,
         "version": info.version,

@@ -3,9 +3,13 @@ deterministic synthetic data, for a few hundred steps. It prints loss, step time
 and MFU for every batch (per-batch figures show a stall or a slow rank that an average
 hides); rank 0 writes all steps to a JSON file that ``rules.smoke`` judges.
 
-The data: token sequences x[t+1] = x[t] + c + noise (mod vocab), noise uniform in 0..3, drawn
-from a generator seeded by (seed, step, rank). Same seed, same batches, on any host. A model
-can learn the rule, so the loss falls from ln(vocab) towards ln(4); it cannot fall to zero.
+The data: token sequences x[t+1] = x[t] + c + noise (mod D), noise uniform in 0..3, drawn
+from a generator seeded by (seed, step, rank); D (``data_vocab``, 1024) is smaller than the
+model's vocabulary, which stays large because the output layer is a real share of the work.
+Same seed, same batches, on any host. The loss falls from ln(vocab) (10.4) to ln(D) (6.9)
+within tens of steps as the model learns which tokens occur, then towards ln(4) (1.4) as it
+learns the rule; it cannot fall to zero. (With D = vocab, 300 steps see each token too few
+times to learn the rule: measured on an H200, the loss only fell from 10.6 to 8.2.)
 
 torch is imported only inside the functions that need it.
 """
@@ -39,6 +43,7 @@ class Config:
     seed: int = 1234
     compile: bool = True
     increment: int = 7919  # c in x[t+1] = x[t] + c + noise
+    data_vocab: int = 1024  # D: tokens the data uses (see the module docstring)
 
     @property
     def head_dim(self) -> int:
@@ -107,9 +112,9 @@ def batch(cfg: Config, step: int, rank: int, device):
     import torch
 
     gen = torch.Generator(device=device).manual_seed(cfg.seed * 1_000_003 + step * 8191 + rank)
-    start = torch.randint(cfg.vocab, (cfg.batch, 1), device=device, generator=gen)
+    start = torch.randint(cfg.data_vocab, (cfg.batch, 1), device=device, generator=gen)
     noise = torch.randint(4, (cfg.batch, cfg.seq_len), device=device, generator=gen)
-    seq = (start + torch.cumsum(noise + cfg.increment, dim=1)) % cfg.vocab
+    seq = (start + torch.cumsum(noise + cfg.increment, dim=1)) % cfg.data_vocab
     seq = torch.cat([start, seq], dim=1)
     return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
 

@@ -1,12 +1,15 @@
 """GPU stress test: bf16 matrix products and HBM copies on random data, on every GPU at once.
 
 Per GPU, in one thread each (so all GPUs heat up together):
-1. burst reference: the median time of 8192^3 bf16 products, measured with CUDA events right
-   before the burn (the rate PyTorch reaches on this GPU in this run);
+1. burst rate: the median time of 8192^3 bf16 products, measured with CUDA events right
+   before the burn, on a cool GPU at its highest boost clock;
 2. best copy: the fastest device-to-device copy over a few sizes (bytes read + written);
 3. the burn: for ``seconds``, batches of products timed with events, each followed by a
    checksum kept on the GPU, and a timed copy burst between batches;
-4. correctness: every batch's checksum must equal the first (bit-identical: same operands,
+4. steady rate: right after the burn, plain back-to-back products (no checks, no copies) for a
+   few seconds: the rate PyTorch reaches on this GPU, warmed and at its power limit, in the
+   same run. The burn's rate over the steady rate says how fully the stress test loads it;
+5. correctness: every batch's checksum must equal the first (bit-identical: same operands,
    same kernel), the first product is compared with an fp32 product of a row slice, and the
    checksums are compared across GPUs (same seed, so the same operands everywhere).
 
@@ -23,6 +26,7 @@ import time
 from .rules import GpuStress
 
 N = 8192
+STEADY_S = 3.0
 COPY_SIZES_MIB = (1024, 4096)
 
 
@@ -37,6 +41,22 @@ def _matmul_rate(torch, a, b, out, reps: int) -> float:
         end.synchronize()
         times.append(start.elapsed_time(end) / 1000)
     return statistics.median(times)
+
+
+def _matmul_loop(torch, a, b, out, seconds: float, per_batch: int = 20) -> float:
+    """TFLOP/s of back-to-back products for about ``seconds``, timed with events."""
+    total, count = 0.0, 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(per_batch):
+            torch.matmul(a, b, out=out)
+        end.record()
+        end.synchronize()
+        total += start.elapsed_time(end) / 1000
+        count += per_batch
+    return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] * count / total / 1e12
 
 
 def _copy_rate(torch, dst, src, reps: int) -> float:
@@ -111,12 +131,14 @@ def stress_one(index: int, seconds: float, seed: int, results: dict, checksums: 
         mm_count += per_batch
         copy_count += copies_per_burst
         batches += 1
+    steady_tflops = _matmul_loop(torch, a, b, c, STEADY_S)
     copy_bytes = 2 * src.numel() * src.element_size() * copy_count
     checksums[index] = first.cpu()
     results[index] = GpuStress(
         index=index,
         name=torch.cuda.get_device_name(index),
         ref_tflops=ref_tflops,
+        steady_tflops=steady_tflops,
         tflops=flops * mm_count / mm_time / 1e12 if mm_time else float("nan"),
         ref_copy_tbs=copy_best,
         copy_tbs=copy_bytes / copy_time / 1e12 if copy_time else float("nan"),

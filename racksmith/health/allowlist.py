@@ -28,6 +28,8 @@ _PCI = r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
 _V = r"[\d.]+"
 
 ALLOW: tuple[str, ...] = (
+    # the boot command line names drivers (driver_async_probe=mlx5_core) but is no event
+    r"(?:Kernel )?[Cc]ommand line: .*",
     # PCI enumeration and firmware hand-off at boot
     rf"pci {_PCI}: \[[0-9a-f]{{4}}:[0-9a-f]{{4}}\] type [0-9a-f]{{2}} class 0x[0-9a-f]{{6}}"
     r"(?: PCIe \w+(?: \w+)*| conventional PCI endpoint)?",
