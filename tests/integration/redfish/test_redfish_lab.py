@@ -1,0 +1,127 @@
+"""The Done-when of issue 3, end to end: ``ansible-inventory --graph`` on the lab inventory file
+against a running emulated rack, and ``playbooks/discover.yml`` on top of it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FAULT_RACK = HERE / "rack-faults.yml"
+
+
+def _plain(value):
+    """ansible-inventory --list marks untrusted strings as {"__ansible_unsafe": ...}; unwrap."""
+    if isinstance(value, dict):
+        if set(value) == {"__ansible_unsafe"}:
+            return value["__ansible_unsafe"]
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _listing(rack) -> dict:
+    done = rack.run("ansible-inventory", "-i", str(rack.inventory), "--list")
+    assert done.returncode == 0, done.stderr
+    return _plain(json.loads(done.stdout))
+
+
+def _host_of(listing: dict, port: int) -> str:
+    return next(
+        h
+        for h, v in listing["_meta"]["hostvars"].items()
+        if v["redfish_bmc"] == f"127.0.0.1:{port}"
+    )
+
+
+def test_lab_rack_graph(running_rack):
+    """inventory/lab/rack.yml as shipped: healthy hosts with facts, faulty BMCs by group."""
+    graph = running_rack.run("ansible-inventory", "-i", str(running_rack.inventory), "--graph")
+    assert graph.returncode == 0, graph.stderr
+    print(graph.stdout)
+    listing = _listing(running_rack)
+    hostvars = listing["_meta"]["hostvars"]
+    for bmc in running_rack.state["bmcs"]:
+        host = _host_of(listing, bmc["port"])
+        facts = hostvars[host]
+        in_ok = host in listing["bmc_ok"]["hosts"]
+        if "bmc_unreachable" in bmc["faults"]:
+            assert (
+                host in listing["bmc_unreachable"]["hosts"] and "refused" in facts["redfish_error"]
+            )
+        elif "bmc_auth_failed" in bmc["faults"]:
+            assert host in listing["bmc_auth_failed"]["hosts"] and "401" in facts["redfish_error"]
+        else:
+            assert in_ok and facts["redfish_error"] is None
+            assert host == facts["redfish_service_tag"].lower() and host in graph.stdout
+            assert facts["redfish_pxe_mac"].startswith("02:5a:")
+            expected = (
+                7 if "missing_gpu" in bmc["faults"] else 8 if bmc["model"] == "hgx-h200-8gpu" else 1
+            )
+            assert len(facts["redfish_gpus"]) == expected
+
+
+@pytest.mark.parametrize("running_rack", [FAULT_RACK], indirect=True)
+def test_every_fault_in_its_group_with_a_reason(running_rack):
+    listing = _listing(running_rack)
+    hostvars = listing["_meta"]["hostvars"]
+    expected = {
+        "ok01": ("bmc_ok", None),
+        "ok02": ("bmc_ok", None),
+        "gpu03": ("bmc_ok", None),  # the BMC is fine; triage quarantines it
+        "flaky04": ("bmc_ok", None),  # 503 RAC0218 twice, then a session: backoff rode it out
+        "nics05": ("bmc_ok", None),  # empty EthernetInterfaces: MACs from NetworkDeviceFunctions
+        "clock06": ("bmc_ok", None),
+        "dead07": ("bmc_unreachable", r"refused"),
+        "auth08": ("bmc_auth_failed", r"HTTP 401"),
+        "slow09": ("bmc_timeout", r"no answer"),
+        "hang10": ("bmc_timeout", r"no answer"),
+        "busy11": ("bmc_unreachable", r"RAC0218"),
+        "reset12": ("bmc_unreachable", r"reset"),
+        "bad13": ("bmc_malformed", r"not a JSON object"),
+        "empty14": ("bmc_malformed", r"Systems collection is empty"),
+    }
+    for name, (group, reason) in expected.items():
+        host = _host_of(listing, running_rack.port(name))
+        assert host in listing[group]["hosts"], (name, group)
+        error = hostvars[host]["redfish_error"]
+        assert (error is None) if reason is None else re.search(reason, error), (name, error)
+
+
+@pytest.mark.parametrize("running_rack", [FAULT_RACK], indirect=True)
+def test_discover_playbook_quarantines_and_fixes_clocks(running_rack):
+    done = running_rack.run(
+        "ansible-playbook",
+        "-i",
+        str(running_rack.inventory),
+        "playbooks/discover.yml",
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    listing = _listing(running_rack)
+    missing = _host_of(listing, running_rack.port("gpu03"))
+    summary = " ".join(report["plays"][-1]["tasks"][-1]["hosts"]["localhost"]["msg"].split())
+    assert f"{missing}: expected 8 GPUs, BMC reports 7" in summary
+    assert "5 server(s) go on" in summary
+    assert "RAC0218" in summary and "HTTP 401" in summary  # failed BMCs listed with reasons
+    stats = report["stats"]
+    assert all(s["failures"] == 0 and s["unreachable"] == 0 for s in stats.values())
+    # the skewed BMC clock was corrected through Redfish: read it back with the CLI
+    check = running_rack.run(
+        "racksmith",
+        "redfish",
+        "clock",
+        "--bmc",
+        f"127.0.0.1:{running_rack.port('clock06')}",
+        "--env-file",
+        str(running_rack.lab_dir / "secrets" / "bmc.env"),
+        "--ca-bundle",
+        str(running_rack.lab_dir / "ca" / "ca.pem"),
+    )
+    assert check.returncode == 0, check.stderr
+    assert abs(json.loads(check.stdout)["before"]["skew_seconds"]) <= 5
