@@ -68,6 +68,13 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         help="state file (overrides --lab-dir); without either, state is in memory",
     )
     parser.add_argument(
+        "--api-key-file",
+        type=Path,
+        metavar="FILE",
+        help="adopt the admin key from FILE (MAAS_API_KEY=... or the bare key); "
+        "default with a lab dir: DIR/secrets/maas.env when it exists",
+    )
+    parser.add_argument(
         "--speed",
         type=float,
         default=60.0,
@@ -92,10 +99,29 @@ def build_store(args: argparse.Namespace) -> Store:
         hosts = LabHosts(rack, lab_dir)
     state = args.state or (paths.LabPaths(lab_dir).maas / "state.json" if lab_dir else None)
     store = Store(clock=SimClock(args.speed), path=state, rack=rack, hosts=hosts, seed=args.seed)
+    key_file = args.api_key_file
+    if key_file is None and lab_dir is not None:
+        candidate = paths.LabPaths(lab_dir).secrets / "maas.env"
+        key_file = candidate if candidate.exists() else None
+    if key_file is not None:
+        store.set_admin_key(_read_key(key_file))
     if args.machines:
         with store.lock:
             store.enlist_ready(args.machines)
     return store
+
+
+def _read_key(path: Path) -> str:
+    from racksmith.redfish.credentials import read_env_file
+
+    try:
+        text = path.read_text().strip()
+    except OSError as exc:
+        raise SystemExit(f"cannot read the API key file {path}: {exc.strerror}") from None
+    key = read_env_file(path).get("MAAS_API_KEY") if "=" in text else text
+    if not key:
+        raise SystemExit(f"{path} has no MAAS_API_KEY")
+    return key
 
 
 def main(args: argparse.Namespace) -> int:

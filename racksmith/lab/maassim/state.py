@@ -293,6 +293,14 @@ class Store:
     def admin_key(self) -> str:
         return self.users["admin"].api_key
 
+    def set_admin_key(self, key: str) -> None:
+        """Adopt an API key issued elsewhere (the lab writes one to secrets/maas.env)."""
+        parts = key.strip().split(":")
+        if len(parts) != 3 or not all(parts):
+            raise ValueError("the admin API key must be consumer_key:token_key:token_secret")
+        self.users["admin"] = User("admin", *parts, is_superuser=True)
+        self.dirty()
+
     # -- events ----------------------------------------------------------------------------
 
     def emit(

@@ -416,3 +416,20 @@ def test_injected_retry_after_faults(sim, fault, status):
     reply = sim.raw("GET", API + "users/?op=whoami")
     assert reply.status_code == fault and reply.headers["Retry-After"] == status
     assert sim.raw("GET", API + "users/?op=whoami").status_code == 200
+
+
+def test_lab_issued_key_is_adopted(tmp_path):
+    """`racksmith lab up` writes secrets/maas.env first; the simulator serves that key."""
+    import argparse
+
+    from racksmith.lab.maassim import build_store, configure
+
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "maas.env").write_text(
+        "MAAS_URL=http://127.0.0.1:5240/MAAS/\nMAAS_API_KEY=aaa:bbb:ccc\n"
+    )
+    parser = argparse.ArgumentParser()
+    configure(parser, "maas")
+    store = build_store(parser.parse_args(["--lab-dir", str(tmp_path)]))
+    assert store.admin_key() == "aaa:bbb:ccc"
+    assert store.path == tmp_path / "maas" / "state.json"
