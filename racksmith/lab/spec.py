@@ -34,6 +34,9 @@ KNOWN_FAULTS = frozenset(
         "commission_fails",  # MAAS commissioning fails with an event
         "deploy_fails",  # MAAS deployment fails with an installation log
         "power_fails",  # MAAS power action fails, machine reverts to New
+        "deploy_timeout",  # MAAS deployment never reports back: node_timeout fails it
+        "maas_busy",  # MAAS answers one 503 with Retry-After (rack controller RPC down)
+        "create_504",  # MAAS's nginx answers 504 to a create that succeeded
     }
 )
 

@@ -433,3 +433,10 @@ def test_lab_issued_key_is_adopted(tmp_path):
     store = build_store(parser.parse_args(["--lab-dir", str(tmp_path)]))
     assert store.admin_key() == "aaa:bbb:ccc"
     assert store.path == tmp_path / "maas" / "state.json"
+
+
+def test_every_simulator_fault_can_be_named_in_the_rack_spec():
+    from racksmith.lab.maassim.state import MAAS_FAULTS
+    from racksmith.lab.spec import KNOWN_FAULTS
+
+    assert MAAS_FAULTS <= KNOWN_FAULTS
