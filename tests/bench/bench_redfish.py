@@ -34,9 +34,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from racksmith.lab.bmc import pki  # noqa: E402
 from racksmith.lab.bmc.behaviour import Latency, Settings  # noqa: E402
-from racksmith.lab.bmc.server import create_farm, server_tls_context, synthesized_servers  # noqa: E402
+from racksmith.lab.bmc.server import (  # noqa: E402
+    create_farm,
+    lab_credentials,
+    lab_tls_context,
+    synthesized_servers,
+)
 
 BIN = Path(sys.executable).parent
 PEER_PLAYBOOK = """\
@@ -183,17 +187,17 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="racksmith-bench-") as tmp:
         work = Path(tmp)
-        ca, _ = pki.ensure_ca(work / "lab")
-        creds_file = pki.ensure_credentials(work / "lab")
-        creds = dict(line.split("=", 1) for line in creds_file.read_text().split())
-        cert, key = pki.issue_server_cert(work / "lab", work / "lab" / "tls", ["127.0.0.1"])
+        user, password = lab_credentials(work / "lab")
+        tls = lab_tls_context(work / "lab")
+        ca = work / "lab" / "ca" / "ca.pem"
+        creds = {"RACKSMITH_BMC_USERNAME": user, "RACKSMITH_BMC_PASSWORD": password}
         servers = synthesized_servers(args.bmcs, "hgx-h200-8gpu", 1)
         farm = create_farm(
             servers,
-            username=creds["RACKSMITH_BMC_USERNAME"],
-            password=creds["RACKSMITH_BMC_PASSWORD"],
+            username=user,
+            password=password,
             ports=[0] * len(servers),
-            tls=server_tls_context(cert, key),
+            tls=tls,
             settings=Settings(latency=Latency(args.latency, args.latency)),
         )
         with farm:

@@ -22,20 +22,19 @@ import threading
 import time
 from pathlib import Path
 
-from racksmith.lab import spec
-from racksmith.lab.bmc import pki
+from racksmith.lab import paths, spec
 from racksmith.lab.bmc.behaviour import Latency, Settings
-from racksmith.lab.bmc.server import create_farm, server_tls_context, synthesized_servers
+from racksmith.lab.bmc.server import (
+    create_farm,
+    lab_credentials,
+    lab_tls_context,
+    synthesized_servers,
+)
 from racksmith.lab.bmc.tree import MODELS
-from racksmith.redfish.credentials import DEFAULT_PASSWORD_ENV, DEFAULT_USERNAME_ENV, read_env_file
+from racksmith.lab.errors import LabError
 
 log = logging.getLogger("racksmith.lab.bmc")
 
-DEFAULT_LAB_DIR = "/var/lib/racksmith/lab"
-
-
-def lab_dir_default() -> Path:
-    return Path(os.environ.get("RACKSMITH_LAB_DIR") or DEFAULT_LAB_DIR)
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
@@ -49,7 +48,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         "--lab-dir",
         type=Path,
         default=None,
-        help=f"lab state directory (default: $RACKSMITH_LAB_DIR or {DEFAULT_LAB_DIR})",
+        help=f"lab state directory (default: $RACKSMITH_LAB_DIR or {paths.DEFAULT_LAB_DIR})",
     )
     parser.add_argument(
         "--count", type=int, help="serve N synthesized healthy BMCs instead of the rack's servers"
@@ -105,14 +104,15 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.set_defaults(func=run)
 
 
-def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], str, str]:
+def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], str, str, str]:
+    """Servers, their ports, listen address, scheme and the MAAS listen address (for secrets)."""
     if args.count:
         if args.count < 1:
             raise SystemExit("--count must be at least 1")
         base = 18443 if args.base_port is None else args.base_port
         servers = synthesized_servers(args.count, args.model, base or 1)
         ports = [0] * len(servers) if base == 0 else [s.bmc_port for s in servers]
-        return servers, ports, args.listen or "127.0.0.1", args.scheme or "https"
+        return servers, ports, args.listen or "127.0.0.1", args.scheme or "https", "127.0.0.1:5240"
     try:
         rack = spec.load(args.rack)
     except spec.SpecError as exc:
@@ -129,7 +129,8 @@ def _servers(args: argparse.Namespace) -> tuple[list[spec.Server], list[int], st
         ports = [args.base_port + i for i in range(len(rack.servers))]
     else:
         ports = [s.bmc_port for s in rack.servers]
-    return list(rack.servers), ports, args.listen or rack.bmc_listen, args.scheme or rack.bmc_scheme
+    listen, scheme = args.listen or rack.bmc_listen, args.scheme or rack.bmc_scheme
+    return list(rack.servers), ports, listen, scheme, rack.maas_listen
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,21 +139,13 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    lab_dir = args.lab_dir or lab_dir_default()
-    servers, ports, listen, scheme = _servers(args)
-    env = read_env_file(pki.ensure_credentials(lab_dir))
-    username, password = env.get(DEFAULT_USERNAME_ENV), env.get(DEFAULT_PASSWORD_ENV)
-    if not username or not password:
-        raise SystemExit(
-            f"{lab_dir / 'secrets' / 'bmc.env'}: needs {DEFAULT_USERNAME_ENV} and "
-            f"{DEFAULT_PASSWORD_ENV}"
-        )
-    tls = None
-    if scheme == "https":
-        cert, key = pki.issue_server_cert(
-            lab_dir, lab_dir / "bmc" / "tls", [listen, "127.0.0.1", "localhost"]
-        )
-        tls = server_tls_context(cert, key)
+    lab_dir = paths.lab_dir(args.lab_dir)
+    servers, ports, listen, scheme, maas_listen = _servers(args)
+    try:
+        username, password = lab_credentials(lab_dir, maas_listen)
+        tls = lab_tls_context(lab_dir, listen) if scheme == "https" else None
+    except LabError as exc:
+        raise SystemExit(str(exc)) from None
     settings = Settings(
         latency=args.latency,
         session_limit=args.session_limit,

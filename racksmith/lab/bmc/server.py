@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import ipaddress
 import logging
 import selectors
 import socket
@@ -27,8 +28,11 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from racksmith.lab import creds
 from racksmith.lab.bmc import tree
 from racksmith.lab.bmc.behaviour import EmulatedBmc, Faults, Settings
+from racksmith.lab.errors import LabError
+from racksmith.lab.paths import LabPaths
 from racksmith.lab.spec import Server
 
 log = logging.getLogger(__name__)
@@ -214,11 +218,42 @@ def _closed_port(host: str) -> int:
         return probe.getsockname()[1]
 
 
-def server_tls_context(cert: Path, key: Path) -> ssl.SSLContext:
+def lab_credentials(lab_dir: Path, maas_listen: str = "127.0.0.1:5240") -> tuple[str, str]:
+    """The lab's BMC user and password from ``secrets/bmc.env``, generated (as ``lab up`` does,
+    with the lab's own ``racksmith.lab.creds``) when missing, so the emulation runs standalone."""
+    lab = LabPaths(lab_dir)
+    env_file = lab.secrets / "bmc.env"
+    if not env_file.exists():
+        creds.ensure_credentials(lab, maas_listen=maas_listen)
+    values = creds.read_env(env_file)
+    user, password = values.get("RACKSMITH_BMC_USERNAME"), values.get("RACKSMITH_BMC_PASSWORD")
+    if not user or not password:
+        raise LabError(f"{env_file}: needs RACKSMITH_BMC_USERNAME and RACKSMITH_BMC_PASSWORD")
+    return user, password
+
+
+def lab_tls_context(lab_dir: Path, listen: str = "127.0.0.1") -> ssl.SSLContext:
+    """A server context whose certificate the lab CA signed (CA created when missing)."""
+    lab = LabPaths(lab_dir)
+    creds.ensure_ca(lab)
+    out = lab_dir / "bmc" / "tls"
+    hosts = dict.fromkeys([listen, "127.0.0.1", "localhost"])
+    ips = [h for h in hosts if _is_ip(h)]
+    names = [h for h in hosts if not _is_ip(h)]
+    cert, key = out / "server.pem", out / "server-key.pem"
+    creds.issue_server_cert(lab, names=names, ips=ips, cert_out=cert, key_out=key)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert, key)
     return context
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def synthesized_servers(count: int, model: str, base_port: int) -> list[Server]:

@@ -13,21 +13,15 @@ HERE = Path(__file__).resolve().parent
 FAULT_RACK = HERE / "rack-faults.yml"
 
 
-def _plain(value):
-    """ansible-inventory --list marks untrusted strings as {"__ansible_unsafe": ...}; unwrap."""
-    if isinstance(value, dict):
-        if set(value) == {"__ansible_unsafe"}:
-            return value["__ansible_unsafe"]
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+def _unsafe_as_plain(obj: dict):
+    """ansible-inventory --list writes untrusted strings as {"__ansible_unsafe": value}."""
+    return obj["__ansible_unsafe"] if set(obj) == {"__ansible_unsafe"} else obj
 
 
 def _listing(rack) -> dict:
     done = rack.run("ansible-inventory", "-i", str(rack.inventory), "--list")
     assert done.returncode == 0, done.stderr
-    return _plain(json.loads(done.stdout))
+    return json.loads(done.stdout, object_hook=_unsafe_as_plain)
 
 
 def _host_of(listing: dict, port: int) -> str:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from racksmith.lab.bmc import pki
+from racksmith.lab import creds as lab_creds
 from racksmith.lab.bmc.behaviour import Faults, Settings
-from racksmith.lab.bmc.server import BmcFarm, create_farm, server_tls_context
+from racksmith.lab.bmc.server import BmcFarm, create_farm, lab_tls_context
 from racksmith.lab.bmc.tree import CAPTURE
+from racksmith.lab.paths import LabPaths
 from racksmith.lab.spec import Server
 from racksmith.redfish.client import ClientOptions
 from racksmith.redfish.credentials import Credentials, read_env_file
@@ -48,7 +49,7 @@ def capture() -> Capture:
 @pytest.fixture(scope="session")
 def lab_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("lab")
-    pki.ensure_ca(root)
+    lab_creds.ensure_ca(LabPaths(root))
     env = root / "secrets" / "bmc.env"
     env.parent.mkdir(mode=0o700)
     env.write_text(f"RACKSMITH_BMC_USERNAME=root\nRACKSMITH_BMC_PASSWORD={PASSWORD}\n")
@@ -64,8 +65,7 @@ def creds(lab_dir: Path) -> Credentials:
 
 @pytest.fixture(scope="session")
 def tls_context(lab_dir: Path):
-    cert, key = pki.issue_server_cert(lab_dir, lab_dir / "bmc" / "tls", ["127.0.0.1", "localhost"])
-    return server_tls_context(cert, key)
+    return lab_tls_context(lab_dir, "127.0.0.1")
 
 
 @pytest.fixture(scope="session")

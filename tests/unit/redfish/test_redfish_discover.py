@@ -10,21 +10,6 @@ from racksmith.lab.bmc.behaviour import Latency, Settings
 from racksmith.redfish.client import ClientOptions
 from racksmith.redfish.discover import PUBLIC_KEYS, DiscoveryOptions, discover, discover_one
 
-ISSUE_KEYS = {
-    "bmc",
-    "service_tag",
-    "serial",
-    "model",
-    "manufacturer",
-    "bmc_firmware",
-    "bios_version",
-    "power_state",
-    "nics",
-    "pxe_mac",
-    "gpus",
-    "error",
-}
-
 
 def _options(client_options: ClientOptions, **kw) -> DiscoveryOptions:
     return DiscoveryOptions(client=client_options, **{"deadline": 6.0, **kw})
@@ -35,7 +20,7 @@ def test_healthy_hgx_and_r750_facts(rack, server, creds, client_options):
     hgx, r750 = discover(lab.targets(), creds, _options(client_options))
     assert hgx.ok and r750.ok
     h, r = hgx.as_dict(), r750.as_dict()
-    assert ISSUE_KEYS <= set(h) and list(h)[: len(PUBLIC_KEYS)] == list(PUBLIC_KEYS)
+    assert list(h)[: len(PUBLIC_KEYS)] == list(PUBLIC_KEYS)  # the CLI test checks the issue keys
     s1 = lab.bmc("gpu01").server
     assert (h["service_tag"], h["serial"], h["uuid"]) == (s1.service_tag, s1.serial, s1.uuid)
     assert h["model"] == "PowerEdge XE9680" and h["manufacturer"] == "Dell Inc."

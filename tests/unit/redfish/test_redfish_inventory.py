@@ -60,22 +60,15 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
-def _plain(value):
-    """ansible-inventory --list marks untrusted strings as {"__ansible_unsafe": ...}; unwrap
-    them."""
-    if isinstance(value, dict):
-        if set(value) == {"__ansible_unsafe"}:
-            return value["__ansible_unsafe"]
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+def _unsafe_as_plain(obj: dict):
+    """ansible-inventory --list writes untrusted strings as {"__ansible_unsafe": value}."""
+    return obj["__ansible_unsafe"] if set(obj) == {"__ansible_unsafe"} else obj
 
 
 def _list(path: Path, env: dict[str, str]) -> dict:
     done = _run(["ansible-inventory", "-i", str(path), "--list"], env)
     assert done.returncode == 0, done.stderr
-    return _plain(json.loads(done.stdout))
+    return json.loads(done.stdout, object_hook=_unsafe_as_plain)
 
 
 def test_groups_facts_and_reasons(rack, server, lab_dir, tmp_path):
