@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,8 @@ class SimProcess:
 
 
 def start_sim(tmp: Path, *args: str) -> SimProcess:
-    log = tmp / "maassim.log"
+    run_dir = Path(tempfile.mkdtemp(prefix="maassim-", dir=tmp))
+    log = run_dir / "maassim.log"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -52,7 +54,7 @@ def start_sim(tmp: Path, *args: str) -> SimProcess:
             "--listen",
             "127.0.0.1:0",
             "--state",
-            str(tmp / "maas-state.json"),
+            str(run_dir / "state.json"),
             "--speed",
             SPEED,
             *args,

@@ -67,6 +67,7 @@ def test_deploy_boots_the_lab_host_and_release_stops_it(lab_rack, start_maas_sim
         "300",
     )
     assert sim.url == f"http://{LISTEN}/MAAS/"
+    rack.sim = sim  # the playbooks talk to this simulator, the one that knows the rack
     healthy, failing = lab_rack.server("gpu01"), lab_rack.server("gpu02")
     for server in (healthy, failing):
         rack.hosts[server.service_tag.lower()] = {
@@ -87,7 +88,7 @@ def test_deploy_boots_the_lab_host_and_release_stops_it(lab_rack, start_maas_sim
     stats = rack.recap(run.stdout)
     name = healthy.service_tag.lower()
     assert stats[name]["failed"] == 0 and stats[name]["unreachable"] == 0, run.stdout
-    assert stats[failing.service_tag.lower()]["failed"] == 1
+    assert stats[failing.service_tag.lower()]["failed"] == 1, run.stdout
     assert "Wait until the host answers over SSH" in run.stdout
     assert hosts.is_running(lab_rack, healthy, lab_dir=LAB_DIR)
     assert not hosts.is_running(lab_rack, failing, lab_dir=LAB_DIR)
