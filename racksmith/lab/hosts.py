@@ -147,8 +147,19 @@ def list_hosts(lab: paths.LabPaths) -> list[HostSpec]:
     return [h for h in found if h is not None]
 
 
+def leftovers(lab: paths.LabPaths, host: HostSpec) -> bool:
+    """Whether a host that is not running still holds anything: an orphaned nspawn (its
+    wrapper was killed), its namespace or its veth."""
+    return (
+        running(_Files(lab, host.name).child_pidfile) is not None
+        or net.netns_exists(host.netns)
+        or net.link_exists(host.veth)
+    )
+
+
 def host_running(lab: paths.LabPaths, name: str) -> bool:
-    return running(_Files(lab, name).pidfile) is not None
+    files = _Files(lab, name)
+    return running(files.pidfile) is not None
 
 
 # --- lab plumbing the hosts need -----------------------------------------------------------
@@ -308,7 +319,9 @@ def stop_host(lab: paths.LabPaths, name: str, *, wipe: bool = True) -> bool:
 
 def _stop_locked(files: _Files, host: HostSpec | None, *, wipe: bool) -> bool:
     was_running = stop(files.pidfile, timeout=30)
-    files.child_pidfile.unlink(missing_ok=True)
+    # Normally gone with its wrapper; still alive only if the wrapper was killed (SIGKILL,
+    # OOM): then it is an orphan holding the host's root and namespace.
+    was_running = stop(files.child_pidfile, timeout=15) or was_running
     if host is not None:
         net.delete_host_net(netns=host.netns, veth=host.veth)
     if wipe:

@@ -145,9 +145,9 @@ def clean_stale(rack: RackSpec, lab: paths.LabPaths) -> list[str]:
     keep_netns = {net.netns_name(rack.bridge, n) for n in live}
     keep_veth = {h.veth for h in hosts.list_hosts(lab) if h.name in live}
     for host in hosts.list_hosts(lab):
-        if host.name not in live and (net.netns_exists(host.netns) or net.link_exists(host.veth)):
-            net.delete_host_net(netns=host.netns, veth=host.veth)
-            cleaned.append(f"network of stopped host {host.name}")
+        if host.name not in live and hosts.leftovers(lab, host):
+            hosts.stop_host(lab, host.name, wipe=False)  # keeps its disk, like a power-off
+            cleaned.append(f"leftovers of stopped host {host.name}")
     for ns in net.netns_list():
         if ns.startswith(f"{rack.bridge}-") and ns not in keep_netns:
             net.delete_host_net(netns=ns, veth="")

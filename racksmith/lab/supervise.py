@@ -17,6 +17,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from racksmith.lab.proc import ProcRecord, start_time
+
 REBOOT_EXIT = 133
 #: More restarts than this within a minute means a boot loop, not reboots.
 MAX_RESTARTS_PER_MINUTE = 5
@@ -41,7 +43,10 @@ def _supervise(argv: Sequence[str], child_pidfile: Path | None, grace: float) ->
     while True:
         child = subprocess.Popen(list(argv))
         if child_pidfile:
-            child_pidfile.write_text(f"{child.pid}\n")
+            # A full record (with start time), so cleanup can stop an nspawn this wrapper
+            # left behind if the wrapper itself was killed, and never a recycled PID.
+            record = ProcRecord(child.pid, start_time(child.pid) or 0, tuple(argv))
+            child_pidfile.write_text(record.to_json())
         rc = _wait(child, stop, grace)
         if stop.requested or rc != REBOOT_EXIT:
             return rc

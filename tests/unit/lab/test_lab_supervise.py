@@ -6,6 +6,7 @@ import sys
 import time
 
 from racksmith.lab import supervise
+from racksmith.lab.proc import ProcRecord
 
 
 def test_restarts_after_a_reboot_exit_and_passes_the_final_code(tmp_path):
@@ -17,7 +18,8 @@ def test_restarts_after_a_reboot_exit_and_passes_the_final_code(tmp_path):
     rc = supervise.main(["--child-pidfile", str(tmp_path / "pid"), "--", "sh", "-c", script])
     assert rc == 7
     assert counter.read_text().strip() == "3"  # two reboots, then the final exit
-    assert (tmp_path / "pid").read_text().strip().isdigit()
+    record = ProcRecord.from_json((tmp_path / "pid").read_text())
+    assert record.argv == ("sh", "-c", script) and record.start > 0
 
 
 def test_gives_up_on_a_boot_loop(tmp_path):
