@@ -26,6 +26,9 @@ WATCH = re.compile(
 
 _PCI = r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
 _V = r"[\d.]+"
+#: What follows the version in the driver's banner: "Release Build (builder@host)" and/or a
+#: build date ("Thu Oct 19 18:56:32 UTC 2023"), then only blanks.
+_BUILD = r"(?: +Release Build +\([^()]*\))?(?: +\w{3} \w{3} +\d+ [\d:]+ \w+ \d{4})? *"
 
 ALLOW: tuple[str, ...] = (
     # the boot command line names drivers (driver_async_probe=mlx5_core) but is no event
@@ -46,11 +49,9 @@ ALLOW: tuple[str, ...] = (
     r"nvidia: module license '[^']+' taints kernel\.",
     r"nvidia: module verification failed: signature and/or required key missing - tainting kernel",
     r"nvidia-nvlink: Nvlink Core is being initialized, major device number \d+",
-    r"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for )?x86_64 Kernel Module +"
-    rf"{_V} +Release Build +\([^)]*\).*",
-    rf"NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64 +{_V} +Release Build +\([^)]*\).*",
-    r"nvidia-modeset: Loading NVIDIA (?:UNIX Open )?Kernel Mode Setting Driver for UNIX platforms"
-    rf" +{_V} +Release Build +\([^)]*\).*",
+    rf"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for )?x86_64(?: Kernel Module)? +{_V}{_BUILD}",
+    rf"nvidia-modeset: Loading NVIDIA (?:UNIX Open )?Kernel Mode Setting Driver for UNIX platforms"
+    rf" +{_V}{_BUILD}",
     r"nvidia-uvm: Loaded the UVM driver, major device number \d+\.",
     r"\[drm\] \[nvidia-drm\] \[GPU ID 0x[0-9a-f]+\] Loading driver",
     r"\[drm\] Initialized nvidia-drm [\d.]+ \d+ for [0-9a-f:.]+ on minor \d+",

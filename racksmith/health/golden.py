@@ -42,7 +42,7 @@ def host_entry(name: str, spec: Mapping[str, Any]) -> dict:
             reasons.append(f"quick checks: {why} (host unreachable or the agent did not run)")
     elif quick["verdict"] != "FIT":
         reasons += [f"quick: {r}" for r in quick.get("reasons", [])] or ["quick: NOT FIT"]
-    load_required = spec.get("load_required", True)
+    load_required = spec.get("load_required", True) and not spec.get("failure")
     load, load_why = _load(spec.get("load_report"))
     if load is not None:
         if load["verdict"] != "FIT":

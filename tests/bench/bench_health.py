@@ -32,13 +32,19 @@ def run_agent(profile: str, env: dict, extra: list[str]) -> tuple[float, dict]:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "racksmith.health", "check", "--json", "--profile", profile, *extra],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     wall = time.perf_counter() - start
     try:
         report = json.loads(proc.stdout)
     except ValueError:
-        raise SystemExit(f"agent printed no JSON (rc {proc.returncode}): {proc.stderr[-500:]}") from None
+        raise SystemExit(
+            f"agent printed no JSON (rc {proc.returncode}): {proc.stderr[-500:]}"
+        ) from None
     return wall, report
 
 
@@ -46,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 runs (CI smoke run)")
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--capture", default="h200x2", help="fixture directory under tests/fixtures")
+    parser.add_argument(
+        "--capture", default="h200x2", help="fixture directory under tests/fixtures"
+    )
     parser.add_argument("--profile", default="lab-standin")
     parser.add_argument("--live", action="store_true", help="time the agent on this host")
     parser.add_argument("--out", help="write the figures as JSON here")
@@ -72,18 +80,33 @@ def main(argv: list[str] | None = None) -> int:
     mid = reports[walls.index(sorted(walls)[len(walls) // 2])]
     where = "live host" if args.live else f"replayed capture {args.capture}"
     print(f"quick suite, {where}, profile {args.profile}, {runs} runs")
-    print(f"  verdict {mid['verdict']} (exit {mid['exit_code']}); "
-          f"stand-in: {mid.get('standin') or 'no'}")
+    print(
+        f"  verdict {mid['verdict']} (exit {mid['exit_code']}); "
+        f"stand-in: {mid.get('standin') or 'no'}"
+    )
     print(f"  wall s per run: {' '.join(f'{w:.2f}' for w in walls)}")
-    print(f"  median {median:.2f} s   max {max(walls):.2f} s   budget {BUDGET_S:.1f} s   "
-          f"median/budget {median / BUDGET_S:.2f}")
+    print(
+        f"  median {median:.2f} s   max {max(walls):.2f} s   budget {BUDGET_S:.1f} s   "
+        f"median/budget {median / BUDGET_S:.2f}"
+    )
     print("  slowest checks in the median run:")
     for check in sorted(mid["checks"], key=lambda c: -c["duration_s"])[:6]:
         print(f"    {check['name']:<16} {check['duration_s']:.3f} s  {check['status']}")
     if args.out:
-        Path(args.out).write_text(json.dumps(
-            {"where": where, "profile": args.profile, "walls_s": walls, "median_s": median,
-             "max_s": max(walls), "budget_s": BUDGET_S, "verdict": mid["verdict"]}, indent=1))
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "where": where,
+                    "profile": args.profile,
+                    "walls_s": walls,
+                    "median_s": median,
+                    "max_s": max(walls),
+                    "budget_s": BUDGET_S,
+                    "verdict": mid["verdict"],
+                },
+                indent=1,
+            )
+        )
     return 0
 
 
