@@ -49,7 +49,8 @@ ALLOW: tuple[str, ...] = (
     r"nvidia: module license '[^']+' taints kernel\.",
     r"nvidia: module verification failed: signature and/or required key missing - tainting kernel",
     r"nvidia-nvlink: Nvlink Core is being initialized, major device number \d+",
-    rf"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for )?x86_64(?: Kernel Module)? +{_V}{_BUILD}",
+    rf"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for )?x86_64(?: Kernel Module)?"
+    rf" +{_V}{_BUILD}",
     rf"nvidia-modeset: Loading NVIDIA (?:UNIX Open )?Kernel Mode Setting Driver for UNIX platforms"
     rf" +{_V}{_BUILD}",
     r"nvidia-uvm: Loaded the UVM driver, major device number \d+\.",
