@@ -69,7 +69,8 @@ def classify(
     log_lines = log_error_lines(log_text)
     if log_lines:
         lead = errors[0].text if errors else f"{phase} failed"
-        return f"{lead}: {_telling_line(log_lines)}"
+        line = _telling_line(log_lines)
+        return lead if line in lead else f"{lead}: {line}"
     if errors:
         return errors[0].text
     if error_description:

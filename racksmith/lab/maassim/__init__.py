@@ -6,8 +6,10 @@ MAAS's 409/400/404/401 bodies, ``version/`` and ``describe/``, events, block dev
 random order on every commissioning, and injectable faults. With ``--rack`` it knows the lab's
 servers by PXE MAC and boots the matching nspawn host when it deploys one (see labhosts.py).
 
-The first line of output is the admin API key (``consumer:token:secret``), as the lab expects;
-state (machines, keys) is kept under ``--lab-dir``/maas/ so a restart finds the same region.
+The first line of output is the admin API key (``consumer:token:secret``); when the key is
+adopted from a file (the lab's ``secrets/maas.env``), it names that file instead, so the
+daemon's log never holds a copy. State (machines, keys) is kept under ``--lab-dir``/maas/ so
+a restart finds the same region.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def build_store(args: argparse.Namespace) -> Store:
         key_file = candidate if candidate.exists() else None
     if key_file is not None:
         store.set_admin_key(_read_key(key_file))
+        store.key_source = key_file
     if args.machines:
         with store.lock:
             store.enlist_ready(args.machines)
@@ -138,7 +141,10 @@ def main(args: argparse.Namespace) -> int:
             f"cannot listen on {args.listen[0]}:{args.listen[1]}: {exc.strerror}", file=sys.stderr
         )
         return 1
-    print(store.admin_key(), flush=True)
+    # The key on the first line, as callers expect, unless it came from a file: the lab keeps
+    # it there (mode 0600) and this output goes to a log, which must not hold a second copy.
+    source = store.key_source
+    print(f"API key: MAAS_API_KEY in {source}" if source else store.admin_key(), flush=True)
     print(
         f"MAAS simulator at {server.url} (clock x{args.speed:g}, {len(store.machines)} machines, "
         f"state {store.path or 'in memory'})",

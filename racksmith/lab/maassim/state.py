@@ -207,6 +207,7 @@ class Store:
         self.stats: Counter[str] = Counter()
         self._dirty = False
         self._stop = threading.Event()
+        self.key_source: Path | None = None  # where an adopted admin key came from
         if path is not None and path.exists():
             self._load(path)
         if not self.users:

@@ -132,6 +132,15 @@ def test_classify_prefers_the_most_specific_evidence():
         "grub-install: error: disk `hd0,gpt1' not found.",
         "Command failed.",
     ]
+    echoed = [
+        ev(
+            9,
+            "ERROR",
+            "Node installation failure",
+            "'curtin' curtin command install: grub-install: error: disk `hd0,gpt1' not found.",
+        )
+    ]
+    assert classify("deploy", NodeStatus.FAILED_DEPLOYMENT, echoed, log_text=log) == echoed[0].text
     bare = classify("deploy", NodeStatus.FAILED_DEPLOYMENT, [], error_description="")
     assert "recorded no error event" in bare
 
