@@ -226,7 +226,8 @@ class EmulatedBmc:
         self.boots: list[
             tuple[float, str]
         ] = []  # (when, boot target) each time the host powered on
-        self.stats: Counter[str] = Counter()
+        self.stats: Counter[str] = Counter()  # requests by method, statuses, events (tests, bench)
+        self._stats_lock = threading.Lock()
         self.max_live_sessions = 0
         self._hidden: set[str] = set()
         if self.faults.missing_gpu and variant.gpu_ids:
@@ -258,8 +259,8 @@ class EmulatedBmc:
     def handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         reply = self._handle(method.upper(), target, headers, body)
         reply.delay += self.settings.latency.sample(self._rng) + self.faults.slow
-        self.stats[f"{method.upper()}"] += 1
-        self.stats[f"status_{reply.status}"] += 1
+        self._count(f"{method.upper()}")
+        self._count(f"status_{reply.status}")
         return reply
 
     def _handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
@@ -272,7 +273,7 @@ class EmulatedBmc:
         if path not in OPEN_PATHS:
             session = self._authenticate(headers)
             if session is False:
-                self.stats["unauthorized"] += 1
+                self._count("unauthorized")
                 return self._fail(
                     401,
                     "Base.1.12.NoValidSession",
@@ -348,7 +349,7 @@ class EmulatedBmc:
         ]
         for sid in expired:
             del self._sessions[sid]
-            self.stats["sessions_expired"] += 1
+            self._count("sessions_expired")
 
     def _login(self, body: bytes) -> Reply:
         payload = self._payload(body)
@@ -358,7 +359,7 @@ class EmulatedBmc:
             attempt = self._logins
             self._logins += 1
         if not self._credentials_ok(payload.get("UserName"), payload.get("Password")):
-            self.stats["login_failed"] += 1
+            self._count("login_failed")
             return self._fail(
                 401,
                 "IDRAC.2.8.RAC0211",
@@ -371,7 +372,7 @@ class EmulatedBmc:
             self._purge(time.monotonic())
             full = len(self._sessions) >= self.settings.session_limit
             if self.faults.busy or full or (cycle and attempt % cycle != cycle - 1):
-                self.stats["busy"] += 1
+                self._count("busy")
                 return self._fail(
                     503,
                     "IDRAC.2.8.RAC0218",
@@ -384,7 +385,7 @@ class EmulatedBmc:
             session = _Session(sid, secrets.token_hex(16), payload["UserName"], time.monotonic())
             self._sessions[sid] = session
             self.max_live_sessions = max(self.max_live_sessions, len(self._sessions))
-        self.stats["sessions_created"] += 1
+        self._count("sessions_created")
         location = f"{SESSIONS}/{sid}"
         return self._json(
             201, self._session_doc(session), {"X-Auth-Token": session.token, "Location": location}
@@ -395,7 +396,7 @@ class EmulatedBmc:
             removed = self._sessions.pop(sid, None)
         if removed is None:
             return self._not_found(f"{SESSIONS}/{sid}")
-        self.stats["sessions_deleted"] += 1
+        self._count("sessions_deleted")
         return self._json(
             200,
             {
@@ -511,7 +512,7 @@ class EmulatedBmc:
             text = self.identity.apply(json.dumps(doc))
             return Reply(200, text[: len(text) // 3].encode(), {"Content-Type": "application/json"})
         if expand:
-            self.stats["expand"] += 1
+            self._count("expand")
             doc = self._expand(doc, expand)
         if select:
             doc = {k: v for k, v in doc.items() if k in select or k.startswith("@odata.")}
@@ -570,7 +571,7 @@ class EmulatedBmc:
             state = self._power_state(now)
             on = state in ("On", "PoweringOn")
             if reset_type == "On" and on:
-                self.stats["psu501"] += 1
+                self._count("psu501")
                 return self._fail(
                     409,
                     "IDRAC.2.8.PSU501",
@@ -592,7 +593,7 @@ class EmulatedBmc:
             ):
                 self._power = "Off"
                 self._transition = (now + delay, "On", "PoweringOn")
-            self.stats[f"reset_{reset_type}"] += 1
+            self._count(f"reset_{reset_type}")
         return Reply(204)
 
     def _patch_system(self, body: bytes) -> Reply:
@@ -641,7 +642,7 @@ class EmulatedBmc:
                 )
         with self._lock:
             self._boot.update(boot)
-        self.stats["boot_patch"] += 1
+        self._count("boot_patch")
         if self.faults.boot_quirk:
             # community.general#5091: 13G in UEFI mode rejects the PATCH yet applies it.
             return self._fail(
@@ -690,7 +691,7 @@ class EmulatedBmc:
                 "The value for the property DateTime is of a different format than the property "
                 "can accept.",
             )
-        self.stats["clock_set"] += 1
+        self._count("clock_set")
         return self._json(
             200,
             {
@@ -728,6 +729,10 @@ class EmulatedBmc:
                 **(headers or {}),
             },
         )
+
+    def _count(self, key: str) -> None:
+        with self._stats_lock:  # many connection threads per BMC; += on a Counter is not atomic
+            self.stats[key] += 1
 
     def _fail(
         self,

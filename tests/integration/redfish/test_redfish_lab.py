@@ -119,3 +119,68 @@ def test_discover_playbook_quarantines_and_fixes_clocks(running_rack):
     )
     assert check.returncode == 0, check.stderr
     assert abs(json.loads(check.stdout)["before"]["skew_seconds"]) <= 5
+
+
+MODULES_PLAYBOOK = """\
+- name: Drive the redfish_* modules the way playbooks do
+  hosts: bmc_ok
+  gather_facts: false
+  vars:
+    conn: &conn
+      bmc: "{{ redfish_bmc }}"
+      ca_bundle: "{{ redfish_connection.ca_bundle }}"
+      credentials_file: "{{ redfish_connection.credentials_file }}"
+  tasks:
+    - name: Check mode says it would power on, and changes nothing
+      redfish_power: {<<: *conn, state: "on", poll: 0.2}
+      check_mode: true
+      delegate_to: localhost
+      vars: {ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+      register: dry
+    - name: Power on for real
+      redfish_power: {<<: *conn, state: "on", poll: 0.2, wait: 20}
+      delegate_to: localhost
+      vars: {ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+      register: first
+    - name: Power on again is a no-op
+      redfish_power: {<<: *conn, state: "on", poll: 0.2}
+      delegate_to: localhost
+      vars: {ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+      register: second
+    - name: One-time PXE with an explicit password (must never be shown)
+      redfish_boot:
+        bmc: "{{ redfish_bmc }}"
+        ca_bundle: "{{ redfish_connection.ca_bundle }}"
+        username: root
+        password: "{{ lookup('env', 'BMC_PASSWORD_FOR_TEST') }}"
+      delegate_to: localhost
+      vars: {ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+      register: boot
+    - name: Say what happened
+      ansible.builtin.assert:
+        that:
+          - dry is changed and dry.after == 'Off'
+          - first is changed and first.after == 'On'
+          - second is not changed
+          - boot is changed and boot.after.target == 'Pxe'
+"""
+
+
+def test_modules_changed_check_mode_and_no_log(running_rack, tmp_path):
+    password = dict(
+        line.split("=", 1)
+        for line in (running_rack.lab_dir / "secrets" / "bmc.env").read_text().split()
+    )["RACKSMITH_BMC_PASSWORD"]
+    playbook = tmp_path / "modules.yml"
+    playbook.write_text(MODULES_PLAYBOOK)
+    done = running_rack.run(
+        "ansible-playbook",
+        "-vvv",
+        "-i",
+        str(running_rack.inventory),
+        str(playbook),
+        BMC_PASSWORD_FOR_TEST=password,
+    )
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert "ok=5" in done.stdout and "failed=0" in done.stdout
+    assert password not in done.stdout + done.stderr  # no_log, even at -vvv
