@@ -1,33 +1,134 @@
 #!/usr/bin/env bash
-# The README's test command (`make test`) and CI's only step. Lanes:
-#   static  ruff + ansible-lint (production profile, offline)
-#   unit    pytest tests/unit (pure parsers, clients against in-process emulators)
-#   lab     pytest -m lab tests/integration on real nspawn hosts, then molecule per role
-# Every lane runs; the command fails if any lane failed, and prints each lane's wall time.
+# The README's test command (`make test`) and CI's only step (.ci/run). Lanes:
+#   static       ruff + ansible-lint (production profile, offline)
+#   unit         pytest tests/unit (no root, loopback only)
+#   integration  pytest tests/integration, the tests that need no lab (emulators in-process)
+#   lab          build/reuse the test-host image, `racksmith lab up`, pytest -m lab
+#                tests/integration on real nspawn hosts, then `molecule test` per scenario
+#   bench        every tests/bench/*.py with --quick (a smoke run: do the figures still print?)
+#
+# Usage: scripts/test.sh [LANE...]   (default: all lanes, in the order above)
+#
+# The image build (network and disk bound) runs alongside the static and unit lanes; the lab
+# lane waits for it. Every lane runs even after a failure; the command fails if any lane
+# failed, prints a summary with each lane's wall time, and tears the lab down on exit
+# (normal, failure or Ctrl-C). A missing prerequisite (root for the lab) is a failure with a
+# reason, never a skip.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/${RACKSMITH_VENV:-.venv}/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansible.cfg"
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 LOGS=${RACKSMITH_TEST_LOGS:-runs/test-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$LOGS"
+ALL_LANES=(static unit integration lab bench)
+LANES=("$@")
+((${#LANES[@]})) || LANES=("${ALL_LANES[@]}")
+for l in "${LANES[@]}"; do
+  [[ " ${ALL_LANES[*]} " == *" $l "* ]] || { echo "unknown lane '$l' (lanes: ${ALL_LANES[*]})" >&2; exit 2; }
+done
+wants() { [[ " ${LANES[*]} " == *" $1 "* ]]; }
 
-declare -A RC SECS
-lane() {  # lane NAME CMD...: run, log to $LOGS/NAME.log, record rc and time
+T0=$SECONDS
+ORDER=()        # step names in start order, for the summary
+BG_PIDS=()      # background steps still to wait for
+LAB_STARTED=0
+
+# step NAME CMD...: run CMD, log to $LOGS/NAME.log, record rc and seconds in $LOGS/NAME.{rc,secs}
+step() {
   local name=$1; shift
-  local t0=$SECONDS
-  echo "=== lane $name: $*"
-  "$@" 2>&1 | tee "$LOGS/$name.log"
-  RC[$name]=${PIPESTATUS[0]}; SECS[$name]=$((SECONDS - t0))
+  local t0=$SECONDS rc
+  echo "=== $name: $*"
+  "$@" >"$LOGS/$name.log" 2>&1
+  rc=$?
+  echo "$rc" >"$LOGS/$name.rc"; echo $((SECONDS - t0)) >"$LOGS/$name.secs"
+  if ((rc == 0)); then echo "--- $name ok ($((SECONDS - t0))s)"
+  else echo "--- $name FAILED (rc $rc, $((SECONDS - t0))s); last lines of $LOGS/$name.log:"
+       tail -n 25 "$LOGS/$name.log" | sed 's/^/    /'
+  fi
+  return "$rc"
+}
+run_step() { ORDER+=("$1"); step "$@"; }
+bg_step() { ORDER+=("$1"); step "$@" & BG_PIDS+=($!); }
+fail_step() {  # fail_step NAME REASON: a prerequisite is missing; that is a failure, not a skip
+  ORDER+=("$1"); echo "$2" >"$LOGS/$1.log"; echo 1 >"$LOGS/$1.rc"; echo 0 >"$LOGS/$1.secs"
+  echo "--- $1 FAILED: $2"
 }
 
-lane ruff ruff check .
-lane ansible-lint ansible-lint --offline
-lane unit pytest -q -n auto tests/unit
+teardown() {
+  local rc=$?
+  trap - EXIT INT TERM
+  for pid in "${BG_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  if ((LAB_STARTED)); then
+    echo "=== teardown: racksmith lab down"
+    racksmith lab down >"$LOGS/teardown.log" 2>&1 || echo "teardown had problems: $LOGS/teardown.log"
+  fi
+  summary
+  exit $((rc != 0 ? rc : FAILED))
+}
+FAILED=0
+summary() {
+  echo
+  echo "=== summary (logs in $LOGS)"
+  printf '  %-34s %-6s %6s\n' STEP RESULT SECONDS
+  for name in "${ORDER[@]}"; do
+    local rc secs
+    rc=$(cat "$LOGS/$name.rc" 2>/dev/null || echo "-"); secs=$(cat "$LOGS/$name.secs" 2>/dev/null || echo "-")
+    local result=ok
+    [[ $rc == 0 ]] || { result=FAIL; FAILED=1; }
+    [[ $rc == "-" ]] && result="n/a"
+    printf '  %-34s %-6s %6s\n' "$name" "$result" "$secs"
+  done
+  printf '  %-34s %-6s %6s\n' total "$( ((FAILED)) && echo FAIL || echo ok)" $((SECONDS - T0))
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
 
-echo; echo "=== summary (logs in $LOGS)"
-fail=0
-for name in "${!RC[@]}"; do
-  printf '  %-14s %-4s %4ss\n' "$name" "$([[ ${RC[$name]} -eq 0 ]] && echo ok || echo FAIL)" "${SECS[$name]}"
-  [[ ${RC[$name]} -eq 0 ]] || fail=1
-done
-exit $fail
+is_root() { [[ $(id -u) -eq 0 ]]; }
+build_image() { python -c 'from racksmith.lab import image; print(image.ensure_image())'; }
+
+# --- image build in the background (the lab lane needs it; it is mostly network and disk) ---
+if wants lab; then
+  if is_root; then
+    bg_step lab:image build_image
+  else
+    fail_step lab:image "the lab lane needs root (debootstrap, bridge, netns, systemd-nspawn); run as root"
+  fi
+fi
+
+# --- static and unit lanes, meanwhile ---------------------------------------------------------
+if wants static; then
+  run_step static:ruff ruff check .
+  run_step static:ansible-lint ansible-lint --offline
+fi
+wants unit && run_step unit pytest -q -n auto -p no:cacheprovider tests/unit
+wants integration && run_step integration pytest -q -p no:cacheprovider -m "not lab" tests/integration
+
+# --- lab lane -----------------------------------------------------------------------------------
+if wants lab; then
+  for pid in "${BG_PIDS[@]}"; do wait "$pid"; done
+  BG_PIDS=()
+  if [[ $(cat "$LOGS/lab:image.rc") != 0 ]]; then
+    fail_step lab:up "skipped running: the image build failed (see lab:image)"
+  else
+    LAB_STARTED=1
+    if run_step lab:up racksmith lab up; then
+      # Serial: the lab tests share one bridge per module and the machine has 2 cores.
+      run_step lab:pytest pytest -q -p no:cacheprovider -m lab tests/integration
+      for scenario in roles/*/molecule/*/molecule.yml; do
+        [[ -e $scenario ]] || continue
+        role_dir=${scenario%/molecule/*}; name=$(basename "$(dirname "$scenario")")
+        run_step "molecule:$(basename "$role_dir")/$name" \
+          bash -c "cd '$role_dir' && molecule test -s '$name'"
+      done
+    fi
+  fi
+fi
+
+# --- bench smoke --------------------------------------------------------------------------------
+if wants bench; then
+  for bench in tests/bench/*.py; do
+    [[ -e $bench ]] || continue
+    run_step "bench:$(basename "$bench" .py)" python "$bench" --quick
+  done
+fi
+exit 0  # the EXIT trap tears down, prints the summary and sets the status

@@ -34,6 +34,7 @@ def it_rack(tmp_path_factory) -> spec.RackSpec:
     rack_file = tmp_path_factory.mktemp("rack") / "rack.yml"
     rack_file.write_text(yaml.safe_dump(source))
     rack = spec.load(rack_file)
+    down(rack, paths.LabPaths(LAB_DIR))  # whatever a crashed earlier run left behind
     yield rack
     down(rack, paths.LabPaths(LAB_DIR))
 
