@@ -194,7 +194,6 @@ class RedfishClient:
         self._base = target.url(self.options.scheme)
         self._token: str | None = None
         self._session_uri: str | None = None
-        self._basic = False
         self._expand_ok = self.options.expand == "auto"
         self._http = requests.Session()
         self._http.trust_env = False  # no proxies or .netrc credentials picked up by surprise
@@ -265,7 +264,6 @@ class RedfishClient:
     def _use_basic(self, why: str) -> None:
         log.debug("%s: using Basic auth (%s)", self.target, why)
         self._http.auth = (self._credentials.username, self._credentials.password_value())
-        self._basic = True
         self.stats.auth = "basic"
 
     def logout(self) -> None:
