@@ -597,17 +597,9 @@ class EmulatedBmc:
         return Reply(204)
 
     def _patch_system(self, body: bytes) -> Reply:
-        payload = self._payload(body)
+        payload = self._patch_payload(body, {"Boot"})
         if isinstance(payload, Reply):
             return payload
-        extra = set(payload) - {"Boot"}
-        if extra:
-            return self._fail(
-                400,
-                "Base.1.12.PropertyNotWritable",
-                f"The property {sorted(extra)[0]} is a read only property and cannot be assigned "
-                "a value.",
-            )
         boot = payload.get("Boot")
         if not isinstance(boot, dict) or not boot:
             return self._fail(
@@ -661,17 +653,9 @@ class EmulatedBmc:
         )
 
     def _patch_manager(self, body: bytes) -> Reply:
-        payload = self._payload(body)
+        payload = self._patch_payload(body, {"DateTime", "DateTimeLocalOffset"})
         if isinstance(payload, Reply):
             return payload
-        extra = set(payload) - {"DateTime", "DateTimeLocalOffset"}
-        if extra:
-            return self._fail(
-                400,
-                "Base.1.12.PropertyNotWritable",
-                f"The property {sorted(extra)[0]} is a read only property and cannot be assigned "
-                "a value.",
-            )
         try:
             if "DateTimeLocalOffset" in payload:
                 hours, _, minutes = str(payload["DateTimeLocalOffset"]).partition(":")
@@ -702,6 +686,20 @@ class EmulatedBmc:
         )
 
     # -- helpers ----------------------------------------------------------------------------------
+
+    def _patch_payload(self, body: bytes, writable: set[str]) -> dict[str, Any] | Reply:
+        """The PATCH body, or the error for malformed JSON or a property that is not writable."""
+        payload = self._payload(body)
+        if isinstance(payload, Reply):
+            return payload
+        extra = sorted(set(payload) - writable)
+        if extra:
+            return self._fail(
+                400,
+                "Base.1.12.PropertyNotWritable",
+                f"The property {extra[0]} is a read only property and cannot be assigned a value.",
+            )
+        return payload
 
     def _payload(self, body: bytes) -> dict[str, Any] | Reply:
         try:
