@@ -144,11 +144,24 @@ class Variant:
 
     def __init__(self, store: MockupStore) -> None:
         self.store = store
+        self._built: dict[str, str | None] = {}  # path -> JSON text of the variant's document
 
     def document(self, path: str) -> dict[str, Any] | None:
-        """A fresh copy the caller may modify, or None when there is no such resource."""
-        doc = self.store.document(path)
-        return copy.deepcopy(doc) if doc is not None else None
+        """A fresh copy the caller may modify, or None when there is no such resource.
+
+        Built once per path and kept as JSON text: parsing it again is the cheapest deep copy,
+        and 256 emulated BMCs ask for the same documents thousands of times.
+        """
+        try:
+            text = self._built[path]
+        except KeyError:
+            doc = self.build(path)
+            text = self._built[path] = json.dumps(doc) if doc is not None else None
+        return json.loads(text) if text is not None else None
+
+    def build(self, path: str) -> dict[str, Any] | None:
+        """The variant's document at ``path`` (the capture, unchanged, in this base class)."""
+        return self.store.document(path)
 
     def gpu_serial_map(self) -> dict[int, str]:
         """slot -> the serial text in served documents that identity rewriting replaces."""
@@ -216,14 +229,14 @@ class HgxVariant(Variant):
         )
         return _mark(doc)
 
-    def document(self, path: str) -> dict[str, Any] | None:
+    def build(self, path: str) -> dict[str, Any] | None:
         if path == SYSTEM:
-            doc = super().document(path)
+            doc = copy.deepcopy(super().build(path))
             if doc is not None:
                 doc.setdefault("Oem", {})["Racksmith"] = {"Derived": True, "Note": DERIVED_NOTE}
             return doc
         if path == self._processors:
-            doc = super().document(path)
+            doc = copy.deepcopy(super().build(path))
             if doc is None:
                 return None
             cpus = [m for m in doc["Members"] if CAPTURED_GPU not in m["@odata.id"]]
@@ -232,7 +245,7 @@ class HgxVariant(Variant):
             doc["Members@odata.count"] = len(doc["Members"])
             return doc
         if path == self._dell_video:
-            doc = super().document(path)
+            doc = copy.deepcopy(super().build(path))
             if doc is None:
                 return None
             captured = doc["Members"][0]
@@ -246,7 +259,7 @@ class HgxVariant(Variant):
                 captured_path = f"{prefix}/{CAPTURED_GPU}" + (f"/{rest}" if rest else "")
                 captured = self.store.document(captured_path)
                 return build(slot, captured) if captured is not None else None
-        return super().document(path)
+        return super().build(path)
 
 
 def variant(model: str, store: MockupStore) -> Variant:
