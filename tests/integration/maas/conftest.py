@@ -66,6 +66,10 @@ def start_sim(tmp: Path, *args: str) -> SimProcess:
     )
     key = proc.stdout.readline().strip()
     banner = proc.stdout.readline()
+    if key.startswith("API key: MAAS_API_KEY in "):  # adopted from the lab's secrets file
+        from racksmith.redfish.credentials import read_env_file
+
+        key = read_env_file(Path(key.removeprefix("API key: MAAS_API_KEY in ")))["MAAS_API_KEY"]
     match = re.search(r"at (http://\S+/MAAS/)", banner)
     if not key or not match:
         proc.kill()
@@ -101,6 +105,9 @@ class Rack:
     tmp: Path
     sim: SimProcess
     hosts: dict[str, dict] = field(default_factory=dict)
+    #: extra settings for maas.yml (the inventory plugin) and group_vars/all.yml
+    maas_inventory: dict = field(default_factory=dict)
+    group_vars: dict = field(default_factory=dict)
 
     def add(self, index: int) -> str:
         name = f"l{index:06d}"
@@ -115,18 +122,16 @@ class Rack:
         inv = self.tmp / "inventory"
         (inv / "group_vars").mkdir(parents=True, exist_ok=True)
         (inv / "hosts.yml").write_text(yaml.safe_dump({"bmc_ok": {"hosts": self.hosts}}))
-        (inv / "maas.yml").write_text("plugin: maas\n")
-        (inv / "group_vars" / "all.yml").write_text(
-            yaml.safe_dump(
-                {
-                    "racksmith_maas_boot_disk": {"model": "DELLBOSS*"},
-                    "racksmith_maas_hwe_kernel": "hwe-22.04",
-                    "racksmith_maas_tags": ["racksmith-test"],
-                    "racksmith_maas_poll_interval": 0.3,
-                    "racksmith_maas_wait_ssh": False,
-                }
-            )
-        )
+        (inv / "maas.yml").write_text(yaml.safe_dump({"plugin": "maas", **self.maas_inventory}))
+        group_vars = {
+            "racksmith_maas_boot_disk": {"model": "DELLBOSS*"},
+            "racksmith_maas_hwe_kernel": "hwe-22.04",
+            "racksmith_maas_tags": ["racksmith-test"],
+            "racksmith_maas_poll_interval": 0.3,
+            "racksmith_maas_wait_ssh": False,
+            **self.group_vars,
+        }
+        (inv / "group_vars" / "all.yml").write_text(yaml.safe_dump(group_vars))
         return inv
 
     bmc_password: str = BMC_PASSWORD

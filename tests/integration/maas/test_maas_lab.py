@@ -83,13 +83,14 @@ def test_deploy_boots_the_lab_host_and_release_stops_it(lab_rack, start_maas_sim
     }
     rack.group_vars = {"racksmith_maas_wait_ssh": True, "racksmith_maas_ssh_timeout": 120}
 
-    assert rack.playbook("enlist.yml").returncode == 0
+    enlist = rack.playbook("enlist.yml")
+    assert enlist.returncode == 0, enlist.stdout + enlist.stderr
     run = rack.playbook("deploy.yml")
     stats = rack.recap(run.stdout)
     name = healthy.service_tag.lower()
     assert stats[name]["failed"] == 0 and stats[name]["unreachable"] == 0, run.stdout
     assert stats[failing.service_tag.lower()]["failed"] == 1, run.stdout
-    assert "Wait until the host answers over SSH" in run.stdout
+    assert f"ok: [{name}]" in run.stdout.split("Wait until the host answers over SSH")[1]
     assert hosts.is_running(lab_rack, healthy, lab_dir=LAB_DIR)
     assert not hosts.is_running(lab_rack, failing, lab_dir=LAB_DIR)
 

@@ -143,6 +143,12 @@ def test_no_secret_in_output_results_or_caches(rack):
     back in a 401 body."""
     rack.add(10)
     bad = rack.add(11)
+    cache = rack.tmp / "inventory-cache"
+    rack.maas_inventory = {
+        "cache": True,
+        "cache_plugin": "ansible.builtin.jsonfile",
+        "cache_connection": str(cache),
+    }
     precreate_with_fault(rack, bad, "deploy_fails")
     outputs = []
     for playbook in ("enlist.yml", "deploy.yml"):
@@ -153,9 +159,10 @@ def test_no_secret_in_output_results_or_caches(rack):
     refused = rack.playbook("enlist.yml", "-vvv", env={"MAAS_API_KEY": wrong})
     assert "Invalid access token" in refused.stdout
     outputs += [refused.stdout, refused.stderr]
+    assert any(cache.iterdir()), "the inventory cache was not written"
     files = [
         p
-        for d in (rack.tmp / "run", rack.tmp / "facts")
+        for d in (rack.tmp / "run", rack.tmp / "facts", cache)
         if d.exists()
         for p in d.rglob("*")
         if p.is_file()
