@@ -37,3 +37,17 @@ options:
     type: dict
     default: {}
 """
+
+    # racksmith_maas.selector: how maas_deploy and maas_release name their one machine.
+    SELECTOR = r"""
+options:
+  pxe_mac:
+    description: PXE MAC of the machine (preferred selector).
+    type: str
+  system_id:
+    description: MAAS system id.
+    type: str
+  hostname:
+    description: MAAS hostname.
+    type: str
+"""

@@ -14,17 +14,8 @@ description:
   - Waits poll politely with per-state budgets; a failure status, a revert or a spent budget
     fails the task with C(cause) and C(triage).
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
-extends_documentation_fragment: [racksmith_maas]
+extends_documentation_fragment: [racksmith_maas, racksmith_maas.selector]
 options:
-  pxe_mac:
-    description: PXE MAC of the machine (preferred selector).
-    type: str
-  system_id:
-    description: MAAS system id.
-    type: str
-  hostname:
-    description: MAAS hostname.
-    type: str
   distro_series:
     description: Ubuntu series to install.
     type: str

@@ -11,17 +11,8 @@ description:
   - A Ready machine is left as is; Releasing or Disk erasing is waited for. The wait for disk
     erasing is capped client-side (MAAS has no timeout for it).
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
-extends_documentation_fragment: [racksmith_maas]
+extends_documentation_fragment: [racksmith_maas, racksmith_maas.selector]
 options:
-  pxe_mac:
-    description: PXE MAC of the machine (preferred selector).
-    type: str
-  system_id:
-    description: MAAS system id.
-    type: str
-  hostname:
-    description: MAAS hostname.
-    type: str
   erase:
     description: Erase the disks while releasing.
     type: bool

@@ -157,27 +157,9 @@ class MaasClient:
 
     # -- core ------------------------------------------------------------------------------
 
-    def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        op: str | None = None,
-        params: Params = None,
-        data: Params = None,
-        idempotent: bool = False,
-        multipart: bool = False,
-    ) -> Any:
-        response = self.request(
-            method,
-            path,
-            op=op,
-            params=params,
-            data=data,
-            idempotent=idempotent,
-            multipart=multipart,
-        )
-        return self._decode(response)
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """:meth:`request`, decoded: JSON as Python data, anything else as text."""
+        return self._decode(self.request(method, path, **kwargs))
 
     def request(
         self,

@@ -29,7 +29,7 @@ from racksmith.maas.errors import (
     MachineStateError,
 )
 from racksmith.maas.machines import MachineSpec, Outcome
-from racksmith.maas.model import BlockDevice, Machine, NodeStatus
+from racksmith.maas.model import RELEASABLE, BlockDevice, Machine, NodeStatus
 from racksmith.maas.storage import LAYOUTS, BootDiskRule
 
 S = NodeStatus
@@ -46,20 +46,6 @@ DEFAULT_BUDGETS: Mapping[NodeStatus, float] = {
     S.DISK_ERASING: 6 * 60 * MINUTE,
 }
 BUDGET_NAMES = {s.filter_name: s for s in DEFAULT_BUDGETS}
-
-#: States from which MAAS accepts ``release`` (§2).
-RELEASABLE = frozenset(
-    {
-        S.ALLOCATED,
-        S.RESERVED,
-        S.BROKEN,
-        S.DEPLOYING,
-        S.DEPLOYED,
-        S.FAILED_DEPLOYMENT,
-        S.FAILED_DISK_ERASING,
-        S.RELEASING_FAILED,
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -199,13 +185,19 @@ def commission(
     """Commission and wait for Ready; a return to the starting state is a failure."""
     origin = machine.status
     started = _post_then_read(client, machine, "commission", options.fields())
+    return _wait_commissioned(client, started, policy, reverts=(origin,))
+
+
+def _wait_commissioned(
+    client: MaasClient, machine: Machine, policy: WaitPolicy, *, reverts=()
+) -> Machine:
     return wait_until(
         client,
-        started,
+        machine,
         phase="commissioning",
         target=S.READY,
         transitional=(S.COMMISSIONING, S.TESTING),
-        reverts=(origin,),
+        reverts=reverts,
         policy=policy,
     )
 
@@ -306,14 +298,7 @@ def ensure_ready(
         machine = _wait_released(client, machine, policy)
         status = machine.status
     if status in (S.COMMISSIONING, S.TESTING):
-        machine = wait_until(
-            client,
-            machine,
-            phase="commissioning",
-            target=S.READY,
-            transitional=(S.COMMISSIONING, S.TESTING),
-            policy=policy,
-        )
+        machine = _wait_commissioned(client, machine, policy)
     elif status is S.READY and not recommission:
         pass
     elif check_mode:

@@ -56,6 +56,20 @@ class NodeStatus(enum.IntEnum):
         )
 
 
+#: States from which MAAS accepts ``release`` (maas-api.md §2).
+RELEASABLE = frozenset(
+    {
+        NodeStatus.ALLOCATED,
+        NodeStatus.RESERVED,
+        NodeStatus.BROKEN,
+        NodeStatus.DEPLOYING,
+        NodeStatus.DEPLOYED,
+        NodeStatus.FAILED_DEPLOYMENT,
+        NodeStatus.FAILED_DISK_ERASING,
+        NodeStatus.RELEASING_FAILED,
+    }
+)
+
 _DISPLAY = {
     NodeStatus.FAILED_ENTERING_RESCUE_MODE: "Failed to enter rescue mode",
     NodeStatus.FAILED_EXITING_RESCUE_MODE: "Failed to exit rescue mode",

@@ -33,6 +33,7 @@ from racksmith.lab.maassim.clock import SimClock
 from racksmith.lab.maassim.errors import ApiError, conflict, field_errors, forbidden, not_found
 from racksmith.lab.maassim.labhosts import NoHosts
 from racksmith.lab.maassim.oauth import NonceStore, User
+from racksmith.maas.model import RELEASABLE
 from racksmith.maas.model import NodeStatus as S
 
 log = logging.getLogger("racksmith.lab.maassim")
@@ -76,18 +77,6 @@ TRANSITIONS: dict[S, frozenset[S]] = {
 }
 COMMISSIONABLE = frozenset(
     {S.NEW, S.READY, S.FAILED_COMMISSIONING, S.FAILED_TESTING, S.BROKEN, S.MISSING}
-)
-RELEASABLE = frozenset(
-    {
-        S.ALLOCATED,
-        S.RESERVED,
-        S.BROKEN,
-        S.DEPLOYING,
-        S.DEPLOYED,
-        S.FAILED_DEPLOYMENT,
-        S.FAILED_DISK_ERASING,
-        S.RELEASING_FAILED,
-    }
 )
 LEVELS = {"AUDIT": 0, "DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 DISTROS = {"jammy": "ubuntu/jammy", "noble": "ubuntu/noble"}
