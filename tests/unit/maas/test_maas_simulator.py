@@ -30,7 +30,7 @@ def create(sim, mac="02:5a:00:01:01:00", **extra):
     return reply.json()
 
 
-def wait_status(sim, system_id, status, timeout=5.0):
+def wait_status(sim, system_id, status, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         data = sim.raw("GET", f"{API}machines/{system_id}/").json()
