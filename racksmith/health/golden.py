@@ -48,6 +48,8 @@ def host_entry(name: str, spec: Mapping[str, Any]) -> dict:
         if load["verdict"] != "FIT":
             reasons += [f"load: {r}" for r in load.get("reasons", [])] or ["load: NOT FIT"]
         load_state = load["verdict"]
+    elif spec.get("failure"):
+        load_state = "not run"
     elif load_required:
         reasons.append(f"load checks: {load_why}")
         load_state = "not run"
