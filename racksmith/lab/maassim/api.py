@@ -441,16 +441,18 @@ def update_machine(ctx: Ctx) -> dict:
     hostname = ctx.get("hostname")
     if hostname and hostname != m.hostname:
         _check_hostname(store, hostname, exclude=m.system_id)
+    _check_choice(ctx, "pool", store.pools)
+    _check_choice(ctx, "zone", store.zones)
     new_type = ctx.get("power_type")
     params = _power_parameters(ctx)
+    power_type, merged = m.power_type, m.power_parameters
     if new_type is not None or params:
         ctx.require_admin()
         power_type = m.power_type if new_type is None else new_type
         merged = params if power_type != m.power_type else {**m.power_parameters, **params}
         _check_power(power_type, merged, ctx.flag("power_parameters_skip_check"))
-        m.power_type, m.power_parameters = power_type, merged
-    _check_choice(ctx, "pool", store.pools)
-    _check_choice(ctx, "zone", store.zones)
+    # Everything is validated: apply all or nothing, like a Django form save.
+    m.power_type, m.power_parameters = power_type, merged
     if hostname:
         m.hostname = hostname
     for key in ("description", "pool", "zone", "domain", "min_hwe_kernel"):

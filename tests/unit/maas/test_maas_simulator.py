@@ -440,3 +440,15 @@ def test_every_simulator_fault_can_be_named_in_the_rack_spec():
     from racksmith.lab.spec import KNOWN_FAULTS
 
     assert MAAS_FAULTS <= KNOWN_FAULTS
+
+
+def test_update_is_all_or_nothing(sim):
+    sid = create(sim)["system_id"]
+    reply = sim.raw(
+        "PUT",
+        f"{API}machines/{sid}/",
+        data={"power_parameters_power_pass": "new", "pool": "nosuchpool"},
+    )
+    assert reply.status_code == 400 and "pool" in reply.json()
+    params = sim.raw("GET", f"{API}machines/{sid}/?op=power_parameters").json()
+    assert params["power_pass"] == "calvin"
