@@ -117,8 +117,10 @@ if wants lab; then
       for scenario in roles/*/molecule/*/molecule.yml; do
         [[ -e $scenario ]] || continue
         role_dir=${scenario%/molecule/*}; name=$(basename "$(dirname "$scenario")")
+        # Molecule writes its own ansible.cfg; the project's (fact cache, report callback)
+        # must not leak into scenarios.
         run_step "molecule:$(basename "$role_dir")/$name" \
-          bash -c "cd '$role_dir' && molecule test -s '$name'"
+          env -u ANSIBLE_CONFIG bash -c "cd '$role_dir' && molecule test -s '$name'"
       done
     fi
   fi

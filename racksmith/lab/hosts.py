@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from racksmith.lab import aptcache, cloudinit, creds, image, net, paths
+from racksmith.lab import aptcache, cloudinit, creds, image, net, ntp, paths
 from racksmith.lab.errors import LabError
 from racksmith.lab.proc import file_lock, log_tail, read_record, running, start_daemon, stop
 from racksmith.lab.spec import RackSpec, Server, load
@@ -173,11 +173,12 @@ def require_root(what: str) -> None:
 def ensure_network(
     lab: paths.LabPaths, *, bridge: str, controller_ip: str, proxy_port: int
 ) -> None:
-    """Bridge, apt cache and SSH key: what a host needs before it boots. Idempotent."""
+    """Bridge, apt cache, NTP server and SSH key: what a host needs before it boots."""
     require_root("the lab network")
     with file_lock(lab.lock):
         net.ensure_bridge(bridge, controller_ip)
         aptcache.ensure_running(lab, bind=controller_ip, port=proxy_port)
+        ntp.ensure_running(lab, bind=controller_ip)
         creds.ensure_ssh_key(lab)
 
 

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from racksmith.lab import aptcache, creds, hosts, image, net, paths
+from racksmith.lab import aptcache, creds, hosts, image, net, ntp, paths
 from racksmith.lab.errors import LabError
 from racksmith.lab.proc import (
     ProcRecord,
@@ -168,7 +168,7 @@ def up(rack: RackSpec, lab: paths.LabPaths) -> int:
             print(f"[lab] cleaned stale {item}")
         fresh_bridge = not net.link_exists(rack.bridge)
         steps.run(
-            f"bridge {rack.bridge} ({rack.controller_ip}/24), apt cache, SSH key",
+            f"bridge {rack.bridge} ({rack.controller_ip}/24), apt cache, NTP, SSH key",
             lambda: hosts.ensure_network(
                 lab,
                 bridge=rack.bridge,
@@ -208,6 +208,7 @@ def up(rack: RackSpec, lab: paths.LabPaths) -> int:
 def _rollback(rack: RackSpec, lab: paths.LabPaths, started: list[str]) -> None:
     for name in reversed(started):
         if name == "network":
+            stop(lab.pidfile(ntp.DAEMON))
             stop(lab.pidfile(aptcache.DAEMON))
             net.delete_bridge(rack.bridge)
         else:
@@ -236,6 +237,7 @@ def down(rack: RackSpec, lab: paths.LabPaths) -> int:
         for name in names:
             pool.submit(attempt, f"test host {name}", lambda n=name: hosts.stop_host(lab, n))
     attempt(aptcache.DAEMON, lambda: stop(lab.pidfile(aptcache.DAEMON)))
+    attempt("NTP server", lambda: stop(lab.pidfile(ntp.DAEMON)))
     attempt("stale network", lambda: clean_stale(rack, lab))
     attempt(
         f"bridge {rack.bridge}",
@@ -266,13 +268,15 @@ def status_report(rack: RackSpec, lab: paths.LabPaths) -> dict:
         "hosts": [],
     }
     proxy = Daemon(aptcache.DAEMON, "", (), ((rack.controller_ip, rack.apt_proxy_port),))
-    for daemon in [proxy, *daemons(rack, lab)]:
+    clock = Daemon(ntp.DAEMON, "", (), ((rack.controller_ip, ntp.PORT),))
+    for daemon in [proxy, clock, *daemons(rack, lab)]:
         record = running(lab.pidfile(daemon.name))
+        serving = _ntp_answers(rack) if daemon is clock and record else _serving(record, daemon)
         report["daemons"].append(
             {
                 "name": daemon.name,
                 "pid": record.pid if record else None,
-                "serving": _serving(record, daemon),
+                "serving": serving,
                 "endpoints": [f"{h}:{p}" for h, p in daemon.endpoints],
                 "log": str(lab.logfile(daemon.name)),
             }
@@ -287,6 +291,14 @@ def status_report(rack: RackSpec, lab: paths.LabPaths) -> dict:
             }
         )
     return report
+
+
+def _ntp_answers(rack: RackSpec) -> bool:
+    try:
+        ntp.query(rack.controller_ip, timeout=0.5)
+    except LabError:
+        return False
+    return True
 
 
 def render_status(report: dict) -> str:
