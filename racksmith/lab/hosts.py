@@ -426,8 +426,7 @@ def _run(func):
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--lab-dir", type=Path, help="lab state dir (default $RACKSMITH_LAB_DIR)")
-    common.add_argument("--rack", type=Path, help="rack file (default $RACKSMITH_RACK)")
+    paths.add_lab_arguments(common)
     sub = parser.add_subparsers(dest="host_command", metavar="ACTION", required=True)
     up = sub.add_parser("up", parents=[common], help="boot a free-standing test host (molecule)")
     up.add_argument("name")

@@ -7,6 +7,7 @@ second lab on the same machine.
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,18 @@ def rack_file(explicit: Path | str | None = None) -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("RACKSMITH_RACK") or DEFAULT_SPEC)
+
+
+def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--rack`` and ``--lab-dir``, the same way for every ``racksmith lab`` command."""
+    parser.add_argument(
+        "--rack", type=Path, help="rack file (default: $RACKSMITH_RACK or inventory/lab/rack.yml)"
+    )
+    parser.add_argument(
+        "--lab-dir",
+        type=Path,
+        help=f"lab state directory (default: $RACKSMITH_LAB_DIR or {DEFAULT_LAB_DIR})",
+    )
 
 
 @dataclass(frozen=True)

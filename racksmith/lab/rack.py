@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 from racksmith.lab import aptcache, creds, hosts, image, net, ntp, paths
 from racksmith.lab.errors import LabError
@@ -344,14 +343,7 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument(
-        "--rack", type=Path, help="rack file (default $RACKSMITH_RACK or the built-in rack)"
-    )
-    parser.add_argument(
-        "--lab-dir",
-        type=Path,
-        help="state dir (default $RACKSMITH_LAB_DIR or /var/lib/racksmith/lab)",
-    )
+    paths.add_lab_arguments(parser)
     if name == "status":
         parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=_main, lab_command=name)
