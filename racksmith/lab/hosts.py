@@ -280,7 +280,10 @@ def _wait_for_ssh(
                 f"test host {host.name}: systemd-nspawn (pid {record_pid}) exited during boot;"
                 f" console log {files.log}:\n{log_tail(files.log)}"
             )
-        done = subprocess.run(argv, capture_output=True, check=False, timeout=30)
+        try:
+            done = subprocess.run(argv, capture_output=True, check=False, timeout=30)
+        except subprocess.TimeoutExpired:
+            continue  # sshd accepted but stalled (host still booting): try again
         if done.returncode == 0:
             return
         time.sleep(0.25)
