@@ -18,10 +18,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from . import torchrun
 from .rules import NcclInfo, NcclPoint
 
 SIZES = (8 << 20, 64 << 20, 256 << 20, 1 << 30, 4 << 30)
@@ -112,26 +112,14 @@ def launch(gpus: int, workdir: Path, *, sizes: tuple[int, ...] = SIZES, timeout_
     for old in glob.glob(str(workdir / "nccl-debug.*.log")):
         os.unlink(old)
     out = workdir / "nccl-result.json"
-    env = dict(os.environ)
+    argv, env = torchrun.command(
+        gpus, "racksmith.gpu.nccl", "--out", str(out), "--sizes", ",".join(map(str, sizes))
+    )
     env.update(
         NCCL_DEBUG="INFO",
         NCCL_DEBUG_SUBSYS="INIT,GRAPH,TUNING,ENV",
         NCCL_DEBUG_FILE=str(workdir / "nccl-debug.%h.%p.log"),
-        PYTHONPATH=_package_root() + os.pathsep + env.get("PYTHONPATH", ""),
     )
-    argv = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc_per_node={gpus}",
-        "-m",
-        "racksmith.gpu.nccl",
-        "--out",
-        str(out),
-        "--sizes",
-        ",".join(map(str, sizes)),
-    ]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0 or not out.is_file():
         tail = (proc.stdout + proc.stderr)[-2000:]
@@ -148,10 +136,6 @@ def launch(gpus: int, workdir: Path, *, sizes: tuple[int, ...] = SIZES, timeout_
         info = NcclInfo(data.get("nccl", ""), info.transports, info.algorithms, info.nvls)
     points = [NcclPoint(p["bytes"], p["seconds"], p["correct"]) for p in data["points"]]
     return points, data["ranks"], info, per_size, log_path
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
 
 
 def main(argv: list[str] | None = None) -> None:

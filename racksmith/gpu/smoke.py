@@ -21,12 +21,12 @@ import json
 import math
 import os
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import mfu as mfu_math
+from . import torchrun
 
 
 @dataclass(frozen=True)
@@ -203,23 +203,9 @@ def launch(gpus: int, workdir: Path, cfg: Config, *, timeout_s: float = 1200, ec
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"smoke-{gpus}gpu.json"
     out.unlink(missing_ok=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = (
-        str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
+    argv, env = torchrun.command(
+        gpus, "racksmith.gpu.smoke", "--out", str(out), "--config", json.dumps(asdict(cfg))
     )
-    argv = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc_per_node={gpus}",
-        "-m",
-        "racksmith.gpu.smoke",
-        "--out",
-        str(out),
-        "--config",
-        json.dumps(asdict(cfg)),
-    ]
     log_path = workdir / f"smoke-{gpus}gpu.log"
     deadline = time.monotonic() + timeout_s
     with (

@@ -30,47 +30,43 @@ STEADY_S = 3.0
 COPY_SIZES_MIB = (1024, 4096)
 
 
-def _matmul_rate(torch, a, b, out, reps: int) -> float:
-    """Median seconds per product, timed with events."""
+def _timed(torch, work, reps: int) -> list[float]:
+    """Seconds each of ``reps`` calls of ``work()`` took on the GPU, timed with events."""
     times = []
     for _ in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        torch.matmul(a, b, out=out)
+        work()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1000)
-    return statistics.median(times)
+    return times
+
+
+def _matmul_rate(torch, a, b, out, reps: int) -> float:
+    """Median seconds per product."""
+    return statistics.median(_timed(torch, lambda: torch.matmul(a, b, out=out), reps))
 
 
 def _matmul_loop(torch, a, b, out, seconds: float, per_batch: int = 20) -> float:
     """TFLOP/s of back-to-back products for about ``seconds``, timed with events."""
+
+    def batch() -> None:
+        for _ in range(per_batch):
+            torch.matmul(a, b, out=out)
+
     total, count = 0.0, 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(per_batch):
-            torch.matmul(a, b, out=out)
-        end.record()
-        end.synchronize()
-        total += start.elapsed_time(end) / 1000
+        total += _timed(torch, batch, 1)[0]
         count += per_batch
     return 2.0 * a.shape[0] * a.shape[1] * b.shape[1] * count / total / 1e12
 
 
 def _copy_rate(torch, dst, src, reps: int) -> float:
     """Median TB/s of dst.copy_(src), counting bytes read plus bytes written."""
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1000)
     nbytes = 2 * src.numel() * src.element_size()
-    return nbytes / statistics.median(times) / 1e12
+    return nbytes / statistics.median(_timed(torch, lambda: dst.copy_(src), reps)) / 1e12
 
 
 def stress_one(index: int, seconds: float, seed: int, results: dict, checksums: dict) -> None:

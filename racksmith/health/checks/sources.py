@@ -4,6 +4,9 @@ run), parses it with a pure parser, and turns any failure into SourceError namin
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..commands import CommandResult
 from ..outcome import Source
 from ..parsers import ParseError, kernel_log, nvlink, smi_xml, sysfs
@@ -51,37 +54,29 @@ def smi_raw(ctx: CheckContext) -> CommandResult:
     return run(ctx, SMI_XML)
 
 
-def smi(ctx: CheckContext) -> smi_xml.SmiLog:
-    def compute():
-        text, source = _output(ctx, SMI_XML)
-        try:
-            return smi_xml.parse(text), source
-        except ParseError as exc:
-            raise SourceError(f"cannot parse `{' '.join(SMI_XML)}` output: {exc}") from None
+def _parsed(ctx: CheckContext, key: str, argv: tuple[str, ...], parse: Callable[[str], Any]):
+    """A command's output through its parser, once per run; any failure names the command."""
 
-    return ctx.fact("smi", compute)
+    def compute():
+        text, source = _output(ctx, argv)
+        try:
+            return parse(text), source
+        except ParseError as exc:
+            raise SourceError(f"cannot parse `{' '.join(argv)}` output: {exc}") from None
+
+    return ctx.fact(key, compute)
+
+
+def smi(ctx: CheckContext) -> smi_xml.SmiLog:
+    return _parsed(ctx, "smi", SMI_XML, smi_xml.parse)
 
 
 def nvlink_status(ctx: CheckContext) -> dict[int, list[nvlink.Link]]:
-    def compute():
-        text, source = _output(ctx, NVLINK_STATUS)
-        try:
-            return nvlink.parse_status(text), source
-        except ParseError as exc:
-            raise SourceError(f"cannot parse `{' '.join(NVLINK_STATUS)}` output: {exc}") from None
-
-    return ctx.fact("nvlink_status", compute)
+    return _parsed(ctx, "nvlink_status", NVLINK_STATUS, nvlink.parse_status)
 
 
 def nvlink_errors(ctx: CheckContext) -> dict[int, dict[int, dict[str, int]]]:
-    def compute():
-        text, source = _output(ctx, NVLINK_ERRORS)
-        try:
-            return nvlink.parse_errors(text), source
-        except ParseError as exc:
-            raise SourceError(f"cannot parse `{' '.join(NVLINK_ERRORS)}` output: {exc}") from None
-
-    return ctx.fact("nvlink_errors", compute)
+    return _parsed(ctx, "nvlink_errors", NVLINK_ERRORS, nvlink.parse_errors)
 
 
 def kernel_log_lines(ctx: CheckContext) -> list[kernel_log.Line]:

@@ -64,35 +64,23 @@ def since(lines: list[Line], uptime_s: float | None, window_s: float | None) -> 
 
 
 def xids(lines: list[Line]) -> list[Xid]:
-    out = []
-    for line in lines:
-        match = XID.search(line.text)
-        if match:
-            out.append(
-                Xid(
-                    int(match.group(2)),
-                    match.group(1),
-                    match.group(3) or "",
-                    line.seconds,
-                    line.text,
-                )
-            )
-    return out
+    return [
+        Xid(int(m.group(2)), m.group(1), m.group(3) or "", line.seconds, line.text)
+        for line, m in _matches(lines, XID)
+    ]
 
 
 def sxids(lines: list[Line]) -> list[SXid]:
-    out = []
+    return [
+        SXid(
+            int(m.group(3)), int(m.group(1)), m.group(2), m.group(4) or "", line.seconds, line.text
+        )
+        for line, m in _matches(lines, SXID)
+    ]
+
+
+def _matches(lines: list[Line], pattern: re.Pattern[str]):
     for line in lines:
-        match = SXID.search(line.text)
+        match = pattern.search(line.text)
         if match:
-            out.append(
-                SXid(
-                    int(match.group(3)),
-                    int(match.group(1)),
-                    match.group(2),
-                    match.group(4) or "",
-                    line.seconds,
-                    line.text,
-                )
-            )
-    return out
+            yield line, match

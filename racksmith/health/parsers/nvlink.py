@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from . import ParseError
 
@@ -25,51 +26,55 @@ class Link:
         return self.speed_gbs is not None
 
 
-def parse_status(text: str) -> dict[int, list[Link]]:
-    """GPU index -> its links. A GPU with no NVLink at all maps to an empty list."""
-    gpus: dict[int, list[Link]] = {}
+def _per_gpu(text: str, line_parser) -> dict[int, Any]:
+    """Walk ``GPU N: ...`` sections, handing each other line to ``line_parser(gpu, value,
+    line)``, which returns the new per-GPU value or None when it does not know the line."""
+    gpus: dict[int, Any] = {}
     current: int | None = None
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         if gpu := _GPU.match(line):
             current = int(gpu.group(1))
-            gpus[current] = []
+            gpus[current] = None
             continue
-        state = _STATE.match(line)
-        if state and current is not None:
-            speed = float(state.group(2)) if state.group(2) else None
-            if speed is None and not state.group(3):
-                raise ParseError(f"line {lineno}: unrecognised link state {line.strip()!r}")
-            gpus[current].append(Link(current, int(state.group(1)), speed, line.strip()))
-            continue
-        if current is not None and "NVLink" in line:
-            continue  # "NVML: Unable to retrieve NVLink information as all links are inActive"
+        if current is not None:
+            value = line_parser(current, gpus[current], line)
+            if value is not None:
+                gpus[current] = value
+                continue
+            if "NVLink" in line:
+                continue  # "NVML: Unable to retrieve NVLink information as all links are inActive"
         raise ParseError(f"line {lineno}: unexpected {line.strip()!r}")
     if not gpus:
         raise ParseError("no 'GPU N:' header found")
     return gpus
+
+
+def parse_status(text: str) -> dict[int, list[Link]]:
+    """GPU index -> its links. A GPU with no NVLink at all maps to an empty list."""
+
+    def link(gpu: int, links: list[Link] | None, line: str) -> list[Link] | None:
+        state = _STATE.match(line)
+        if not state:
+            return None
+        speed = float(state.group(2)) if state.group(2) else None
+        if speed is None and not state.group(3):
+            raise ParseError(f"unrecognised link state {line.strip()!r}")
+        return [*(links or []), Link(gpu, int(state.group(1)), speed, line.strip())]
+
+    return {gpu: links or [] for gpu, links in _per_gpu(text, link).items()}
 
 
 def parse_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
     """GPU index -> link -> {"Replay Errors": n, "Recovery Errors": n, "CRC Errors": n}."""
-    gpus: dict[int, dict[int, dict[str, int]]] = {}
-    current: int | None = None
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if gpu := _GPU.match(line):
-            current = int(gpu.group(1))
-            gpus[current] = {}
-            continue
+
+    def counter(gpu: int, links: dict | None, line: str) -> dict | None:
         error = _ERROR.match(line)
-        if error and current is not None:
-            link, name, value = int(error.group(1)), error.group(2), int(error.group(3))
-            gpus[current].setdefault(link, {})[name] = value
-            continue
-        if current is not None and "NVLink" in line:
-            continue
-        raise ParseError(f"line {lineno}: unexpected {line.strip()!r}")
-    if not gpus:
-        raise ParseError("no 'GPU N:' header found")
-    return gpus
+        if not error:
+            return None
+        links = links or {}
+        links.setdefault(int(error.group(1)), {})[error.group(2)] = int(error.group(3))
+        return links
+
+    return {gpu: links or {} for gpu, links in _per_gpu(text, counter).items()}
