@@ -34,6 +34,7 @@ BG_PIDS=()      # background steps still to wait for
 LAB_STARTED=0
 
 # step NAME CMD...: run CMD, log to $LOGS/NAME.log, record rc and seconds in $LOGS/NAME.{rc,secs}
+# (NAME is also a file name: no '/')
 step() {
   local name=$1; shift
   local t0=$SECONDS rc
@@ -119,7 +120,7 @@ if wants lab; then
         role_dir=${scenario%/molecule/*}; name=$(basename "$(dirname "$scenario")")
         # Molecule writes its own ansible.cfg; the project's (fact cache, report callback)
         # must not leak into scenarios.
-        run_step "molecule:$(basename "$role_dir")/$name" \
+        run_step "molecule:$(basename "$role_dir"):$name" \
           env -u ANSIBLE_CONFIG bash -c "cd '$role_dir' && molecule test -s '$name'"
       done
     fi
