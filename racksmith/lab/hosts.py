@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from racksmith.lab import aptcache, cloudinit, creds, image, net, ntp, paths
+from racksmith.lab import aptcache, cloudinit, creds, disk, image, net, ntp, paths
 from racksmith.lab.errors import LabError
 from racksmith.lab.proc import file_lock, log_tail, read_record, running, start_daemon, stop
 from racksmith.lab.spec import RackSpec, Server, load
@@ -125,7 +125,8 @@ def etc_hosts(hostname: str) -> str:
 class _Files:
     def __init__(self, lab: paths.LabPaths, name: str) -> None:
         self.dir = lab.machine(name)
-        self.root = self.dir / "root"
+        self.disk = disk.Disk(self.dir)
+        self.root = self.disk.root
         self.spec = self.dir / "host.json"
         self.pidfile = self.dir / "supervisor.pid"
         self.child_pidfile = self.dir / "nspawn.pid"
@@ -194,9 +195,9 @@ def start_host(
 ) -> None:
     """Boot ``host`` unless it runs already; wait until SSH answers as ``ubuntu``.
 
-    A present root (a host powered off without wiping) is booted as it is, like a machine's
-    disk; user data means a fresh deploy, so the root is unpacked again. On any failure the
-    host is stopped again and the error carries its console log.
+    A present disk (a host powered off without wiping) is booted as it is, like a machine's
+    disk; user data means a fresh deploy, so the disk starts from the image again. On any
+    failure the host is stopped again and the error carries its console log.
     """
     require_root(f"starting test host {host.name}")
     net.check_host_name(host.name)
@@ -209,11 +210,9 @@ def start_host(
         if running(files.pidfile):
             return
         _check_ip_free(lab, host)
-        img = image.ensure_image()
-        fresh = user_data is not None or not (files.root / "etc").is_dir()
-        if fresh:
-            files.dir.mkdir(parents=True, exist_ok=True)
-            image.unpack(img, files.root)
+        fresh = user_data is not None or not files.disk.present()
+        files.dir.mkdir(parents=True, exist_ok=True)
+        disk.prepare(files.disk, fresh=fresh)
         _personalise(files.root, host, creds.ensure_ssh_key(lab), fresh=fresh)
         cloudinit.apply(parsed, files.root)
         files.spec.write_text(json.dumps(asdict(host), indent=2) + "\n")
@@ -252,7 +251,7 @@ def _personalise(root: Path, host: HostSpec, key: Path, *, fresh: bool) -> None:
     (root / "etc/hosts").write_text(etc_hosts(hostname))
     if fresh:
         (root / "etc/machine-id").write_text(uuid.uuid4().hex + "\n")
-    subprocess.run(["ssh-keygen", "-A", "-f", str(root)], capture_output=True, check=True)
+    _host_keys(root)
     pub = key.with_suffix(".pub").read_text()
     for home, owner in ((root / "root", 0), (root / "home/ubuntu", 1000)):
         ssh_dir = home / ".ssh"
@@ -267,6 +266,27 @@ def _personalise(root: Path, host: HostSpec, key: Path, *, fresh: bool) -> None:
         cloudinit.write_apt_proxy(root, host.apt_proxy)
     else:
         proxy_file.unlink(missing_ok=True)
+
+
+#: ed25519 and ECDSA only: generating an RSA host key costs ~2 s of CPU per host, most of a
+#: boot, and every client racksmith uses prefers ed25519.
+HOST_KEY_TYPES = ("ed25519", "ecdsa")
+
+
+def _host_keys(root: Path) -> None:
+    """Distinct SSH host keys per host (the image ships none); kept across power cycles."""
+    ssh_dir = root / "etc/ssh"
+    for kind in HOST_KEY_TYPES:
+        key = ssh_dir / f"ssh_host_{kind}_key"
+        if not key.exists():
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", f"root@{root.parent.name}",
+                 "-f", str(key)],
+                capture_output=True, check=True,
+            )  # fmt: skip
+    conf = ssh_dir / "sshd_config.d" / "racksmith-lab-hostkeys.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text("".join(f"HostKey /etc/ssh/ssh_host_{k}_key\n" for k in HOST_KEY_TYPES))
 
 
 def _wait_for_ssh(
@@ -328,8 +348,9 @@ def _stop_locked(files: _Files, host: HostSpec | None, *, wipe: bool) -> bool:
     was_running = stop(files.child_pidfile, timeout=15) or was_running
     if host is not None:
         net.delete_host_net(netns=host.netns, veth=host.veth)
+    disk.release(files.disk)
     if wipe:
-        image.remove_tree(files.dir)
+        image.remove_tree(files.dir)  # unmounts anything left under it first
     return was_running
 
 

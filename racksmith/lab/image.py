@@ -163,6 +163,25 @@ def _step(argv: list[str], out, log: Path, what: str, *, stdin: bytes | None = N
         )
 
 
+def ensure_tree(recipe: Recipe | None = None, *, cache: Path | None = None) -> Path:
+    """The image unpacked once (read-only lower layer of every host's overlay root).
+
+    Created under a lock and renamed into place, so a half-unpacked tree is never used; an
+    existing tree is never modified or removed while hosts may have it mounted.
+    """
+    img = ensure_image(recipe, cache=cache)
+    tree = img.parent / img.name.removesuffix(".tar.zst")
+    if tree.is_dir():
+        return tree
+    with file_lock(img.parent / f".{tree.name}.lock"):
+        if tree.is_dir():
+            return tree
+        partial = tree.with_name(tree.name + ".partial")
+        unpack(img, partial)
+        partial.rename(tree)
+    return tree
+
+
 def mounts_under(root: Path, mounts_text: str) -> list[str]:
     """Mount points at or below ``root`` in /proc/mounts text, deepest first."""
     prefix = str(root).rstrip("/")

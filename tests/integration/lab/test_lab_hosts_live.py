@@ -141,3 +141,29 @@ def test_an_orphaned_nspawn_is_cleaned_up(it_rack, it_lab):
     assert hosts.leftovers(it_lab, hosts.rack_host(it_rack, server))
     hosts.shutdown(it_rack, server, lab_dir=it_lab.root)
     assert not proc.alive(child)
+
+
+def test_overlay_disk_survives_power_off_and_a_deploy_starts_clean(it_rack, it_lab, ssh):
+    server = it_rack.servers[1]
+    hosts.boot(it_rack, server, lab_dir=it_lab.root)
+    assert ssh(it_lab, server.ip, "findmnt -n -o FSTYPE /") == "overlay"
+    ssh(it_lab, server.ip, "sudo touch /var/tmp/kept")
+    machine_id = ssh(it_lab, server.ip, "cat /etc/machine-id")
+    hosts.shutdown(it_rack, server, lab_dir=it_lab.root, wipe=False)
+    hosts.boot(it_rack, server, lab_dir=it_lab.root)  # power on: same disk
+    assert ssh(it_lab, server.ip, "cat /etc/machine-id") == machine_id
+    ssh(it_lab, server.ip, "test -e /var/tmp/kept")
+    hosts.shutdown(it_rack, server, lab_dir=it_lab.root, wipe=False)
+    hosts.boot(it_rack, server, user_data=b"#cloud-config\n", lab_dir=it_lab.root)  # deploy
+    assert ssh(it_lab, server.ip, "test -e /var/tmp/kept; echo $?", check=False) == "1"
+    assert ssh(it_lab, server.ip, "cat /etc/machine-id") != machine_id
+    hosts.shutdown(it_rack, server, lab_dir=it_lab.root)
+
+
+def test_copy_mode_boots_where_overlayfs_is_not_wanted(it_rack, it_lab, ssh, monkeypatch):
+    monkeypatch.setenv("RACKSMITH_LAB_ROOTFS", "copy")
+    server = it_rack.servers[1]
+    hosts.boot(it_rack, server, lab_dir=it_lab.root)
+    assert ssh(it_lab, server.ip, "findmnt -n -o FSTYPE /") != "overlay"
+    hosts.shutdown(it_rack, server, lab_dir=it_lab.root)
+    assert not it_lab.machine(server.name).exists()
