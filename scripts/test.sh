@@ -85,7 +85,7 @@ trap teardown EXIT
 trap 'exit 130' INT TERM
 
 is_root() { [[ $(id -u) -eq 0 ]]; }
-build_image() { python -c 'from racksmith.lab import image; print(image.ensure_image())'; }
+build_image() { python -c 'from racksmith.lab import image; print(image.ensure_tree())'; }
 
 # --- image build in the background (the lab lane needs it; it is mostly network and disk) ---
 if wants lab; then

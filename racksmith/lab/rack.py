@@ -184,7 +184,7 @@ def up(rack: RackSpec, lab: paths.LabPaths) -> int:
                 creds.ensure_credentials(lab, maas_listen=rack.maas_listen),
             ),
         )
-        steps.run("test-host image", image.ensure_image)
+        steps.run("test-host image (built once, unpacked once)", image.ensure_tree)
         for daemon in daemons(rack, lab):
             if not available(daemon.module):
                 print(
