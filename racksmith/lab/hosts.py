@@ -105,6 +105,8 @@ def supervised_argv(host: HostSpec, root: Path, child_pidfile: Path) -> list[str
         "racksmith.lab.supervise",
         "--child-pidfile",
         str(child_pidfile),
+        "--cgroup",
+        host.machine,
         "--",
         *nspawn_argv(host, root),
     ]

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from racksmith.lab import cgroup
 from racksmith.lab.proc import ProcRecord, start_time
 
 REBOOT_EXIT = 133
@@ -28,7 +29,18 @@ class _Stop:
     requested = False
 
 
-def _supervise(argv: Sequence[str], child_pidfile: Path | None, grace: float) -> int:
+def _supervise(
+    argv: Sequence[str], child_pidfile: Path | None, grace: float, cgroup_name: str | None
+) -> int:
+    groups = cgroup.enter(cgroup_name) if cgroup_name else []
+    try:
+        return _loop(argv, child_pidfile, grace)
+    finally:
+        cgroup.leave(groups)
+        cgroup.remove(groups)
+
+
+def _loop(argv: Sequence[str], child_pidfile: Path | None, grace: float) -> int:
     stop = _Stop()
     child: subprocess.Popen | None = None
 
@@ -82,12 +94,13 @@ def main(args: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m racksmith.lab.supervise")
     parser.add_argument("--child-pidfile", type=Path)
     parser.add_argument("--grace", type=float, default=15.0, help="seconds before forcing")
+    parser.add_argument("--cgroup", help="run in cgroup racksmith/NAME (one per host)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     ns = parser.parse_args(args)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
     if not command:
         parser.error("no command given")
-    return _supervise(command, ns.child_pidfile, ns.grace)
+    return _supervise(command, ns.child_pidfile, ns.grace, ns.cgroup)
 
 
 if __name__ == "__main__":

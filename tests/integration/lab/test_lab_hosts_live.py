@@ -46,6 +46,19 @@ def test_identity_matches_the_rack(two_hosts, it_lab, ssh):
     assert len(ids) == 2 and len(keys) == 2
 
 
+def test_each_host_has_a_cgroup_tree_of_its_own(two_hosts, it_lab, it_rack):
+    """Hosts sharing nspawn's payload cgroup raced on each other's unit cgroups (219/CGROUP)."""
+    paths = set()
+    for server in two_hosts:
+        child = proc.read_record(it_lab.machine(server.name) / "nspawn.pid")
+        line = next(
+            x for x in open(f"/proc/{child.pid}/cgroup").read().splitlines() if "name=systemd" in x
+        )
+        assert f"/racksmith/{it_rack.bridge}-{server.name}" in line
+        paths.add(line)
+    assert len(paths) == 2
+
+
 def test_systemd_runs_and_sudo_works(two_hosts, it_lab, ssh):
     ip = two_hosts[0].ip
     assert ssh(it_lab, ip, "systemctl is-system-running --wait") == "running"
