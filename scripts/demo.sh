@@ -2,8 +2,8 @@
 # The README's demo command (`make demo`): start the simulated rack and run site.yml on it.
 #   1. `racksmith lab up`: bridge, apt cache, keys, lab CA, credentials, cached test-host
 #      image (built on first use, about a minute), the emulated iDRACs and the MAAS simulator.
-#   2. ansible-playbook site.yml -i inventory/lab/ (extra arguments are passed on, e.g.
-#      `make demo ARGS='--tags discover'` or `scripts/demo.sh -l gpu01`).
+#   2. ansible-playbook site.yml -i inventory/lab/ (arguments to this script are passed on,
+#      e.g. `scripts/demo.sh --tags discover`).
 # The lab stays up afterwards so you can look around; `racksmith lab down` stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
