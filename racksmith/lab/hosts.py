@@ -1,7 +1,8 @@
 """Test hosts: real Debian systems (systemd as PID 1, sshd, sudo) in systemd-nspawn.
 
-Each host is a copy of the cached image (racksmith.lab.image) in ``$LAB_DIR/machines/NAME``,
-in its own network namespace on the lab bridge, with no route off it. The MAAS simulator
+Each host boots from the cached image (racksmith.lab.image) with a disk of its own
+(racksmith.lab.disk) in ``$LAB_DIR/machines/NAME``, in its own network namespace on the lab
+bridge with no route off it, and in its own cgroup (racksmith.lab.cgroup). The MAAS simulator
 boots a rack server's host when it deploys the machine (:func:`boot`); molecule scenarios
 start free-standing hosts with ``racksmith lab host up NAME IP``.
 
@@ -161,8 +162,7 @@ def leftovers(lab: paths.LabPaths, host: HostSpec) -> bool:
 
 
 def host_running(lab: paths.LabPaths, name: str) -> bool:
-    files = _Files(lab, name)
-    return running(files.pidfile) is not None
+    return running(_Files(lab, name).pidfile) is not None
 
 
 # --- lab plumbing the hosts need -----------------------------------------------------------
