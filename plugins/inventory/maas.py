@@ -61,10 +61,10 @@ keyed_groups:
     prefix: kernel
 """
 
-import re  # noqa: E402 (Ansible plugins put DOCUMENTATION first)
+import re
 
-from ansible.errors import AnsibleParserError  # noqa: E402
-from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable  # noqa: E402
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 try:
     from racksmith.maas.auth import resolve_credentials

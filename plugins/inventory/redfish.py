@@ -135,13 +135,13 @@ keyed_groups:
     prefix: model
 """
 
-import logging  # noqa: E402
-import os  # noqa: E402
-import re  # noqa: E402
-import time  # noqa: E402
+import logging
+import os
+import re
+import time
 
-from ansible.errors import AnsibleParserError  # noqa: E402
-from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable  # noqa: E402
+from ansible.errors import AnsibleParserError
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 try:
     from ansible.template import trust_as_template

@@ -72,10 +72,10 @@ triage:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from racksmith.maas import lifecycle  # noqa: E402
-from racksmith.maas.ansible import (  # noqa: E402
+from racksmith.maas import lifecycle
+from racksmith.maas.ansible import (
     BOOT_DISK_ARGS,
     CONNECTION_ARGS,
     SELECTOR_ARGS,
@@ -85,7 +85,7 @@ from racksmith.maas.ansible import (  # noqa: E402
     policy,
     run,
 )
-from racksmith.maas.errors import MachineStateError  # noqa: E402
+from racksmith.maas.errors import MachineStateError
 
 
 def step(module: AnsibleModule, client):

@@ -134,10 +134,10 @@ triage:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from racksmith.maas import lifecycle, machines  # noqa: E402
-from racksmith.maas.ansible import (  # noqa: E402
+from racksmith.maas import lifecycle, machines
+from racksmith.maas.ansible import (
     BOOT_DISK_ARGS,
     CONNECTION_ARGS,
     POWER_ARGS,
@@ -147,8 +147,8 @@ from racksmith.maas.ansible import (  # noqa: E402
     power_parameters,
     run,
 )
-from racksmith.maas.errors import MaasConfigError  # noqa: E402
-from racksmith.maas.machines import MachineSpec, Outcome  # noqa: E402
+from racksmith.maas.errors import MaasConfigError
+from racksmith.maas.machines import MachineSpec, Outcome
 
 
 def spec_from(p: dict) -> MachineSpec:

@@ -51,11 +51,11 @@ machine:
   returned: when the machine exists
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule
 
-from racksmith.maas import lifecycle  # noqa: E402
-from racksmith.maas.ansible import CONNECTION_ARGS, SELECTOR_ARGS, WAIT_ARGS, locate, policy, run  # noqa: E402
-from racksmith.maas.errors import MachineStateError  # noqa: E402
+from racksmith.maas import lifecycle
+from racksmith.maas.ansible import CONNECTION_ARGS, SELECTOR_ARGS, WAIT_ARGS, locate, policy, run
+from racksmith.maas.errors import MachineStateError
 
 
 def step(module: AnsibleModule, client):

@@ -46,10 +46,10 @@ error_kind:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402 (after the docs, as Ansible modules are laid out)
+from ansible.module_utils.basic import AnsibleModule
 
-from racksmith.redfish import actions  # noqa: E402
-from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run  # noqa: E402
+from racksmith.redfish import actions
+from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
 
 
 def main():

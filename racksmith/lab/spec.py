@@ -27,10 +27,10 @@ KNOWN_FAULTS = frozenset(
         "bmc_hang",  # BMC accepts connections but never answers
         "bmc_busy",  # BMC session table full (leaked sessions): 503 RAC0218 on every login
         "bmc_reset",  # BMC resets every connection after login (RST)
-        "bmc_empty_systems",  # Systems collection has no members (iDRAC after a job-queue clear)
-        "bmc_empty_nics",  # EthernetInterfaces has no members (iDRAC 7.00); adapters still list MACs
+        "bmc_empty_systems",  # Systems collection has no members (after a job-queue clear)
+        "bmc_empty_nics",  # no EthernetInterfaces members (iDRAC 7.00); adapters still list MACs
         "bmc_clock_skew",  # BMC clock runs hours ahead of the controller
-        "bmc_boot_quirk",  # boot-override PATCH answers 400 "depends on other attribute(s)" but applies
+        "bmc_boot_quirk",  # boot PATCH answers 400 "depends on other attribute(s)", yet applies
         "commission_fails",  # MAAS commissioning fails with an event
         "deploy_fails",  # MAAS deployment fails with an installation log
         "power_fails",  # MAAS power action fails, machine reverts to New
