@@ -71,7 +71,7 @@ try:
     from racksmith.maas.client import MaasClient
     from racksmith.maas.errors import MaasError
     from racksmith.maas.model import Machine, NodeStatus
-    from racksmith.redfish.credentials import expand_path
+    from racksmith.secrets import expand_path
 except ImportError as exc:  # pragma: no cover - depends on the controller's environment
     RACKSMITH_IMPORT_ERROR: ImportError | None = exc
 else:

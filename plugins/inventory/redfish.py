@@ -156,6 +156,7 @@ try:
     from racksmith.redfish import targets as rs_targets
     from racksmith.redfish.client import ClientOptions
     from racksmith.redfish.discover import DiscoveryOptions, discover
+    from racksmith.secrets import expand_path
 except ImportError as exc:  # pragma: no cover - depends on the controller's environment
     RACKSMITH_IMPORT_ERROR: ImportError | None = exc
 else:
@@ -247,7 +248,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 return rs_credentials.from_env(
                     self.get_option("username_env"),
                     self.get_option("password_env"),
-                    env_file=rs_credentials.expand_path(env_file) if env_file else None,
+                    env_file=expand_path(env_file) if env_file else None,
                     username=self.get_option("username"),
                 )
             user = self.get_option("username") or os.environ.get(self.get_option("username_env"))
@@ -265,7 +266,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 self.get_option("targets"), default_port=self.get_option("port")
             )
             ca_bundle = self.get_option("ca_bundle")
-            ca_path = str(rs_credentials.expand_path(ca_bundle)) if ca_bundle else None
+            ca_path = str(expand_path(ca_bundle)) if ca_bundle else None
             if ca_path and self.get_option("validate_certs"):
                 with open(ca_path, "rb"):
                     pass
@@ -305,7 +306,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             "scheme": options.client.scheme,
             "validate_certs": options.client.verify,
             "ca_bundle": ca_path,
-            "credentials_file": str(rs_credentials.expand_path(self.get_option("credentials_file")))
+            "credentials_file": str(expand_path(self.get_option("credentials_file")))
             if self.get_option("credentials_file")
             else None,
             "username_env": self.get_option("username_env"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import ipaddress
-import os
 import secrets
 import string
 from pathlib import Path
@@ -24,38 +23,18 @@ from cryptography.x509.oid import NameOID
 from racksmith.lab.errors import LabError
 from racksmith.lab.paths import LabPaths
 from racksmith.lab.proc import run
+from racksmith.secrets import SecretError, read_env_file, write_secret
 
 BMC_USERNAME = "root"  # what an iDRAC ships with; the password is random per lab
 _ALNUM = string.ascii_letters + string.digits
 
 
-def write_secret(path: Path, content: str | bytes) -> None:
-    """Write a file that is 0600 from the moment it exists; replace atomically."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(content.encode() if isinstance(content, str) else content)
-    tmp.replace(path)
-
-
 def read_env(path: Path) -> dict[str, str]:
-    """Parse a ``KEY=value`` file (the format ``lab up`` writes and shells can source)."""
-    result: dict[str, str] = {}
+    """Parse a ``KEY=value`` file that ``lab up`` wrote; say how to get one if it is missing."""
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise LabError(f"cannot read {path}: {exc.strerror}; run `racksmith lab up`") from exc
-    for number, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.isidentifier():
-            raise LabError(f"{path}:{number}: expected KEY=value")
-        result[key] = value.strip().strip("'\"")
-    return result
+        return read_env_file(path)
+    except SecretError as exc:
+        raise LabError(f"{exc}; run `racksmith lab up`") from None
 
 
 def render_env(values: dict[str, str]) -> str:

@@ -24,9 +24,9 @@ from racksmith.redfish.credentials import (
     DEFAULT_PASSWORD_ENV,
     DEFAULT_USERNAME_ENV,
     CredentialsError,
-    expand_path,
     from_env,
 )
+from racksmith.secrets import expand_path
 
 CONNECTION_ARGS: dict[str, dict[str, Any]] = {
     "maas_url": {"type": "str"},

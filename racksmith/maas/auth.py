@@ -23,9 +23,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from racksmith.maas.errors import MaasConfigError
-from racksmith.redfish.credentials import CredentialsError, expand_path, read_env_file
+from racksmith.secrets import MASK, SecretError, expand_path, read_env_file, remember
 
-REDACTED = "********"
+REDACTED = MASK
 
 
 def _escape(value: str) -> str:
@@ -50,6 +50,9 @@ class ApiKey:
                 f"(got {len(parts)} non-empty part(s) separated by ':')"
             )
         return cls(*parts)
+
+    def __post_init__(self) -> None:
+        remember(*self.secrets())  # racksmith.secrets.redact masks the key wherever it shows up
 
     def __repr__(self) -> str:
         return f"ApiKey({REDACTED})"
@@ -87,7 +90,7 @@ def _read_credentials_file(path: Path) -> dict[str, str]:
     # One KEY=VALUE parser for BMC and MAAS credentials files (the lab writes both).
     try:
         return read_env_file(path)
-    except CredentialsError as exc:
+    except SecretError as exc:
         raise MaasConfigError(str(exc)) from None
 
 

@@ -18,6 +18,7 @@ from racksmith.redfish import credentials, targets
 from racksmith.redfish.actions import ActionResult
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.errors import RedfishError
+from racksmith.secrets import redact
 
 COMMON_ARGUMENTS: dict[str, dict[str, Any]] = {
     "bmc": {"type": "str", "required": True},
@@ -76,7 +77,7 @@ def run(module: Any, action: Callable[[RedfishClient], ActionResult]) -> None:
     try:
         client = client_from_params(module.params)
     except (ValueError, credentials.CredentialsError) as exc:
-        module.fail_json(msg=credentials.redact(str(exc)))
+        module.fail_json(msg=redact(str(exc)))
         return
     try:
         with client:

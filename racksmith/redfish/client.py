@@ -37,9 +37,10 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from racksmith.redfish.credentials import Credentials, redact
+from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
 from racksmith.redfish.targets import Target
+from racksmith.secrets import redact
 
 log = logging.getLogger(__name__)
 

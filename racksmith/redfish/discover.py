@@ -22,9 +22,10 @@ from typing import Any
 
 from racksmith.redfish import parse
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
-from racksmith.redfish.credentials import Credentials, redact
+from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
 from racksmith.redfish.targets import Target
+from racksmith.secrets import redact
 
 log = logging.getLogger(__name__)
 

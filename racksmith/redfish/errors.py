@@ -2,7 +2,7 @@
 
 The kind decides where a host lands (an inventory group, an exit code); the reason says what
 an operator should look at. Reasons are built by racksmith, never copied from request
-headers or bodies, and pass through :func:`racksmith.redfish.credentials.redact` so that a
+headers or bodies, and pass through :func:`racksmith.secrets.redact` so that a
 secret cannot reach a log, a cache or a report through an exception.
 """
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from racksmith.report.redact import redact
+from racksmith.secrets import redact
 
 PHASES = ("preflight", "discover", "enlist", "deploy", "configure", "validate", "reprovision")
 

@@ -115,7 +115,7 @@ def build_store(args: argparse.Namespace) -> Store:
 
 
 def _read_key(path: Path) -> str:
-    from racksmith.redfish.credentials import read_env_file
+    from racksmith.secrets import read_env_file
 
     try:
         text = path.read_text().strip()

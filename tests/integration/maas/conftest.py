@@ -67,7 +67,7 @@ def start_sim(tmp: Path, *args: str) -> SimProcess:
     key = proc.stdout.readline().strip()
     banner = proc.stdout.readline()
     if key.startswith("API key: MAAS_API_KEY in "):  # adopted from the lab's secrets file
-        from racksmith.redfish.credentials import read_env_file
+        from racksmith.secrets import read_env_file
 
         key = read_env_file(Path(key.removeprefix("API key: MAAS_API_KEY in ")))["MAAS_API_KEY"]
     match = re.search(r"at (http://\S+/MAAS/)", banner)

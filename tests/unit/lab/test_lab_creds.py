@@ -40,7 +40,7 @@ def test_env_files_round_trip_and_refuse_unsafe_values(tmp_path):
     with pytest.raises(LabError, match="unsafe"):
         creds.render_env({"A": "x; rm -rf /"})
     path.write_text("not an assignment\n")
-    with pytest.raises(LabError, match=r"x.env:1: expected KEY=value"):
+    with pytest.raises(LabError, match=r"x.env:1: expected KEY=VALUE"):
         creds.read_env(path)
     with pytest.raises(LabError, match="racksmith lab up"):
         creds.read_env(tmp_path / "missing.env")

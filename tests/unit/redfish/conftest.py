@@ -21,8 +21,9 @@ from racksmith.lab.bmc.tree import CAPTURE
 from racksmith.lab.paths import LabPaths
 from racksmith.lab.spec import Server
 from racksmith.redfish.client import ClientOptions
-from racksmith.redfish.credentials import Credentials, read_env_file
+from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.targets import Target
+from racksmith.secrets import read_env_file
 
 #: Distinctive, so a grep for it in logs and caches cannot match anything by accident.
 PASSWORD = "Pw-racksmith-9f3Kq7-unit"

@@ -15,14 +15,15 @@ import sys
 from racksmith.lab.bmc.behaviour import Faults
 from racksmith.redfish import actions
 from racksmith.redfish.client import ClientOptions, RedfishClient
-from racksmith.redfish.credentials import Credentials, redact
+from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.discover import DiscoveryOptions, discover
+from racksmith.secrets import MASK, redact
 
 
 def test_credentials_do_not_print_their_password(creds):
     for text in (repr(creds), str(creds), f"{creds}", f"{creds!r}"):
         assert creds.password_value() not in text and "redacted" in text
-    assert redact(f"token for {creds.password_value()} here") == "token for *** here"
+    assert redact(f"token for {creds.password_value()} here") == f"token for {MASK} here"
     assert "***" in redact(
         "Authorization: Basic cm9vdDpzZWNyZXQ="
     ) and "cm9vdDpzZWNyZXQ" not in redact("Authorization: Basic cm9vdDpzZWNyZXQ=")
