@@ -25,7 +25,7 @@ lab-status: setup
 
 lint: setup
 	ruff check .
-	ansible-lint --offline
+	ANSIBLE_INVENTORY=$(CURDIR)/tests/lint/inventory.ini ansible-lint --offline
 
 unit: setup
 	pytest -q -n auto tests/unit

@@ -99,7 +99,7 @@ fi
 # --- static and unit lanes, meanwhile ---------------------------------------------------------
 if wants static; then
   run_step static:ruff ruff check .
-  run_step static:ansible-lint ansible-lint --offline
+  run_step static:ansible-lint env ANSIBLE_INVENTORY="$PWD/tests/lint/inventory.ini" ansible-lint --offline
 fi
 wants unit && run_step unit pytest -q -n auto -p no:cacheprovider tests/unit
 wants integration && run_step integration pytest -q -p no:cacheprovider -m "not lab" tests/integration

@@ -56,3 +56,18 @@ def test_bad_spec_names_file_and_field(tmp_path, text, message):
         spec.load(path)
     assert str(path) in str(err.value)
     assert message in str(err.value)
+
+
+def test_lab_redfish_inventory_targets_exactly_the_rack_bmcs():
+    """inventory/lab/redfish.yml lists BMC ports by hand; it must match rack.yml."""
+    import yaml
+
+    from racksmith.redfish import targets
+
+    rack = spec.load()
+    config = yaml.safe_load((rack.path.parent / "redfish.yml").read_text())
+    ports = set()
+    for target in targets.expand(config["targets"]):
+        assert target.host == rack.bmc_listen
+        ports.add(target.port)
+    assert ports == {s.bmc_port for s in rack.servers}
