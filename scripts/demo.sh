@@ -28,17 +28,34 @@ for env_file in "$LAB_DIR/secrets/bmc.env" "$LAB_DIR/secrets/maas.env"; do
   set +a
 done
 
+# This run's results directory (the report callback would make one; naming it here lets the
+# demo judge exactly this run).
+export RACKSMITH_RUN_DIR=${RACKSMITH_RUN_DIR:-$PWD/runs/$(date -u +%Y%m%d-%H%M%S)-demo}
 t1=$SECONDS
 rc=0
 ansible-playbook site.yml -i inventory/lab/ "$@" || rc=$?
 t_play=$((SECONDS - t1))
 
+# The demo rack injects faults, so the playbook exits non-zero on a correct run. The demo
+# passes when every server ended as the rack file says (healthy -> GOLDEN, each fault in its
+# phase, with a reason); partial runs (--tags, -l) are not judged.
+echo
+echo "Judging run $RACKSMITH_RUN_DIR against ${RACKSMITH_RACK:-inventory/lab/rack.yml}:"
+verdict=0
+if (($# == 0)); then
+  racksmith lab check-run "$RACKSMITH_RUN_DIR" || verdict=$?
+else
+  echo "  (not judged: arguments given, the run is partial)"
+  verdict=$rc
+fi
+
 cat <<EOT
 
-racksmith demo: lab up ${t_lab}s, site.yml ${t_play}s (playbook exit code $rc).
+racksmith demo: lab up ${t_lab}s, site.yml ${t_play}s, playbook exit code $rc (the rack's
+injected faults fail some hosts on purpose; the demo's verdict is the check above).
 The simulated rack is still running:
   racksmith lab status          what runs (BMC emulator, MAAS simulator, test hosts)
   ssh -i $LAB_DIR/keys/id_ed25519 ubuntu@<host IP>   log in to a deployed test host
   racksmith lab down            stop everything (or: make lab-down)
 EOT
-exit "$rc"
+exit "$verdict"

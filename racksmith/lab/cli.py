@@ -17,6 +17,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("host", "racksmith.lab.hosts", "start or stop single test hosts (used by molecule)"),
     ("bmc", "racksmith.lab.bmc", "serve emulated iDRACs until stopped"),
     ("maas", "racksmith.lab.maassim", "serve the MAAS API simulator until stopped"),
+    ("check-run", "racksmith.lab.expect", "did each server end the run as its faults say?"),
 )
 
 

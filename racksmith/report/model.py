@@ -65,17 +65,35 @@ class HostRecord:
             return self.health_verdict.replace(" ", "_")
         return "INCOMPLETE"
 
+    def cell(self, phase: str) -> str:
+        """What the table shows for one phase: the phase's own verdict wins over task counts
+        (a discovery that recorded an unreachable BMC ran its tasks fine, yet failed)."""
+        if phase == self.failed_phase:
+            return "FAILED"
+        return self.phases[phase].state if phase in self.phases else "-"
+
     @property
     def reasons(self) -> list[str]:
-        out = []
+        """Every reason once: a phase often records as a fact what its failed task said,
+        sometimes with a prefix ("h1: deploy failed: <cause>"), so one that contains or is
+        contained in a reason already listed adds nothing."""
+        out: list[str] = []
+        seen: list[str] = []
+
+        def add(label: str, text: str) -> None:
+            if not any(text in s or s in text for s in seen):
+                seen.append(text)
+                out.append(f"{label}: {text}")
+
         if self.quarantine_reason:
-            out.append(f"quarantined: {self.quarantine_reason}")
+            add("quarantined", self.quarantine_reason)
         if self.failure_reason:
-            out.append(f"{self.failed_phase or 'failed'}: {self.failure_reason}")
+            add(self.failed_phase or "failed", self.failure_reason)
         for phase, outcome in self.phases.items():
-            if outcome.reason and not (self.failure_reason and phase == self.failed_phase):
-                out.append(f"{phase}: {outcome.reason}")
-        out.extend(f"health: {r}" for r in self.health_reasons)
+            if outcome.reason:
+                add(phase, outcome.reason)
+        for reason in self.health_reasons:
+            add("health", reason)
         return out
 
 
@@ -153,7 +171,7 @@ class RunReport:
         if controller and any(o.failed or o.unreachable for o in controller.phases.values()):
             records.insert(0, controller)
         for rec in records:
-            cells = [rec.phases[p].state if p in rec.phases else "-" for p in phases]
+            cells = [rec.cell(p) for p in phases]
             rows.append([rec.name, *cells, rec.result])
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [f"racksmith run {self.run_id}  ({self.run_dir})"]

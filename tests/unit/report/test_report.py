@@ -118,3 +118,34 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
     }
     for path in (run_dir / "report.json", run_dir / "report.txt"):
         assert "pw-that-must-not-leak" not in path.read_text()
+
+
+def test_phase_verdict_wins_over_task_counts_and_reasons_are_not_repeated():
+    report = make_report()
+    report.record("bmc-1", "discover", "ok")
+    report.annotate(
+        "bmc-1",
+        {"racksmith_failed_phase": "discover", "racksmith_failure_reason": "401 from BMC"},
+    )
+    report.record("q1", "discover", "changed")
+    report.annotate(
+        "q1",
+        {
+            "racksmith_quarantine_reason": "7 of 8 GPUs",
+            "racksmith_failed_phase": "discover",
+            "racksmith_failure_reason": "7 of 8 GPUs",
+        },
+    )
+    assert report.hosts["bmc-1"].cell("discover") == "FAILED"
+    assert report.hosts["bmc-1"].cell("deploy") == "-"
+    assert report.hosts["q1"].reasons == ["quarantined: 7 of 8 GPUs"]
+    assert "FAILED" in report.render_text().splitlines()[1 + 1]
+
+
+def test_a_reason_quoted_inside_another_is_listed_once():
+    report = make_report()
+    report.record("h1", "deploy", "failed", "h1: deploy failed: curtin: no space left")
+    report.annotate(
+        "h1", {"racksmith_failed_phase": "deploy", "racksmith_failure_reason": "curtin: no space left"}
+    )
+    assert report.hosts["h1"].reasons == ["deploy: curtin: no space left"]

@@ -1,0 +1,104 @@
+"""What the lab rack's run must end with, server by server, judged from its rack report.
+
+The demo rack injects faults on purpose, so ``ansible-playbook`` exits non-zero on every
+correct run. "Did the demo work?" therefore means: did each healthy server become GOLDEN, and
+did each faulty one fail in the phase its fault belongs to, with a reason? This module answers
+that from ``report.json``, so ``make demo`` fails when racksmith misjudges a server, not when
+the lab's faults do what they are for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from racksmith.lab import spec
+from racksmith.lab.paths import add_lab_arguments, rack_file
+
+# The result each fault must lead to. Faults not listed are ones racksmith must absorb
+# (retries, clock correction, quirks): their servers must still end GOLDEN.
+_FAULT_RESULTS = {
+    "bmc_unreachable": "FAILED:discover",
+    "bmc_auth_failed": "FAILED:discover",
+    "bmc_hang": "FAILED:discover",
+    "bmc_slow": "FAILED:discover",
+    "bmc_busy": "FAILED:discover",
+    "bmc_reset": "FAILED:discover",
+    "bmc_malformed": "FAILED:discover",
+    "bmc_empty_systems": "FAILED:discover",
+    "missing_gpu": "QUARANTINED",
+    "commission_fails": "FAILED:enlist",
+    "power_fails": "FAILED:enlist",
+    "deploy_fails": "FAILED:deploy",
+    "deploy_timeout": "FAILED:deploy",
+}
+_PHASE_ORDER = ("FAILED:discover", "QUARANTINED", "FAILED:enlist", "FAILED:deploy")
+
+
+def expected_result(server: spec.Server) -> str:
+    """The first phase a server's faults stop it in, else GOLDEN."""
+    results = {_FAULT_RESULTS[f] for f in server.faults if f in _FAULT_RESULTS}
+    return next((r for r in _PHASE_ORDER if r in results), "GOLDEN")
+
+
+def report_names(rack: spec.RackSpec, server: spec.Server) -> tuple[str, ...]:
+    """Names a server may carry in the report: its service tag (the inventory hostname), or
+    ``bmc-<address>-<port>`` when its BMC never told us the tag."""
+    return (server.service_tag.lower(), f"bmc-{rack.bmc_listen}-{server.bmc_port}")
+
+
+def check(rack: spec.RackSpec, report: dict) -> list[tuple[spec.Server, str, str, str | None]]:
+    """One row per server: (server, report name, result, problem or None)."""
+    hosts = report.get("hosts", {})
+    rows = []
+    for server in rack.servers:
+        want = expected_result(server)
+        name = next((n for n in report_names(rack, server) if n in hosts), None)
+        if name is None:
+            rows.append((server, "-", "absent", f"not in the report, expected {want}"))
+            continue
+        got = hosts[name].get("result", "?")
+        problem = None
+        if got != want:
+            problem = f"expected {want}"
+        elif want != "GOLDEN" and not hosts[name].get("reasons"):
+            problem = "no reason given"
+        rows.append((server, name, got, problem))
+    return rows
+
+
+def _latest_run(root: Path) -> Path:
+    runs = sorted(root.glob("*/report.json"))  # run ids start with a UTC timestamp
+    if not runs:
+        raise FileNotFoundError(f"no report.json under {root}")
+    return runs[-1].parent
+
+
+def _cmd_check_run(args: argparse.Namespace) -> int:
+    rack = spec.load(rack_file(args.rack))
+    run_dir = Path(args.run_dir) if args.run_dir else _latest_run(Path(args.runs_root))
+    rows = check(rack, json.loads((run_dir / "report.json").read_text()))
+    for server, name, result, problem in rows:
+        faults = ",".join(sorted(server.faults)) or "healthy"
+        verdict = f"WRONG: {problem}" if problem else "as expected"
+        print(f"  {server.name:<8} {name:<20} {faults:<18} {result:<16} {verdict}")
+    wrong = sum(1 for row in rows if row[3])
+    if wrong:
+        print(f"run {run_dir.name}: {wrong} server(s) did not end as the rack file says")
+        return 1
+    print(f"run {run_dir.name}: every server ended as the rack file says it should")
+    return 0
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    add_lab_arguments(parser)
+    parser.add_argument("run_dir", nargs="?", help="a run directory (default: the latest run)")
+    default_root = Path(__file__).resolve().parents[2] / "runs"
+    parser.add_argument(
+        "--runs-root",
+        default=os.environ.get("RACKSMITH_RUNS_ROOT", str(default_root)),
+        help="where runs are kept (default: runs/ of this checkout)",
+    )
+    parser.set_defaults(func=_cmd_check_run)

@@ -1,0 +1,64 @@
+"""racksmith lab check-run: the demo passes when each server ends as its faults say."""
+
+from __future__ import annotations
+
+import json
+
+from racksmith.lab import expect, spec
+
+
+def _report(rack, overrides=None):
+    hosts = {}
+    for server in rack.servers:
+        want = expect.expected_result(server)
+        name = expect.report_names(rack, server)[1 if want == "FAILED:discover" else 0]
+        hosts[name] = {"result": want, "reasons": [] if want == "GOLDEN" else ["why"]}
+    for name, value in (overrides or {}).items():
+        hosts[name] = value
+    return {"hosts": hosts}
+
+
+def test_expected_results_follow_faults():
+    rack = spec.load()
+    results = {s.name: expect.expected_result(s) for s in rack.servers}
+    assert results["gpu01"] == "GOLDEN"
+    assert results["gpu05"] == "QUARANTINED"
+    assert results["gpu06"] == results["gpu07"] == "FAILED:discover"
+    server = spec.Server(1, "x", "m", "10.0.0.1", 1, frozenset({"deploy_fails", "bmc_slow"}))
+    assert expect.expected_result(server) == "FAILED:discover"  # the earliest phase wins
+    absorbed = spec.Server(1, "x", "m", "10.0.0.1", 1, frozenset({"maas_busy", "create_504"}))
+    assert expect.expected_result(absorbed) == "GOLDEN"
+
+
+def test_a_matching_report_passes():
+    rack = spec.load()
+    assert not [row for row in expect.check(rack, _report(rack)) if row[3]]
+
+
+def test_a_faulty_server_reported_golden_or_silent_failure_or_absence_fails():
+    rack = spec.load()
+    healthy, faulty = rack.server("gpu01"), rack.server("gpu05")
+    golden_bad = {faulty.service_tag.lower(): {"result": "GOLDEN", "reasons": []}}
+    silent = {faulty.service_tag.lower(): {"result": "QUARANTINED", "reasons": []}}
+    for overrides, problem in ((golden_bad, "expected QUARANTINED"), (silent, "no reason given")):
+        rows = {r[0].name: r[3] for r in expect.check(rack, _report(rack, overrides))}
+        assert rows["gpu05"] == problem
+    report = _report(rack)
+    del report["hosts"][healthy.service_tag.lower()]
+    rows = {r[0].name: r[3] for r in expect.check(rack, report)}
+    assert rows["gpu01"] == "not in the report, expected GOLDEN"
+
+
+def test_cli_exit_code_follows_the_check(tmp_path, capsys):
+    from racksmith import cli
+
+    rack = spec.load()
+    good, bad = tmp_path / "20260101-000000-1", tmp_path / "20260101-000000-2"
+    good.mkdir()
+    bad.mkdir()
+    (good / "report.json").write_text(json.dumps(_report(rack)))
+    broken = {rack.server("gpu09").service_tag.lower(): {"result": "GOLDEN", "reasons": []}}
+    (bad / "report.json").write_text(json.dumps(_report(rack, broken)))
+    assert cli.main(["lab", "check-run", str(good)]) == 0
+    assert cli.main(["lab", "check-run", "--runs-root", str(tmp_path)]) == 1  # latest = bad
+    assert "WRONG: expected FAILED:enlist" in capsys.readouterr().out
