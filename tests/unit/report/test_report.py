@@ -144,8 +144,7 @@ def test_phase_verdict_wins_over_task_counts_and_reasons_are_not_repeated():
 
 def test_a_reason_quoted_inside_another_is_listed_once():
     report = make_report()
-    report.record("h1", "deploy", "failed", "h1: deploy failed: curtin: no space left")
-    report.annotate(
-        "h1", {"racksmith_failed_phase": "deploy", "racksmith_failure_reason": "curtin: no space left"}
-    )
-    assert report.hosts["h1"].reasons == ["deploy: curtin: no space left"]
+    report.record("h1", "deploy", "failed", "h1: deploy failed: curtin: no space")
+    facts = {"racksmith_failed_phase": "deploy", "racksmith_failure_reason": "curtin: no space"}
+    report.annotate("h1", facts)
+    assert report.hosts["h1"].reasons == ["deploy: curtin: no space"]
