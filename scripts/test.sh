@@ -111,7 +111,14 @@ if wants lab; then
   if [[ $(cat "$LOGS/lab:image.rc") != 0 ]]; then
     fail_step lab:up "skipped running: the image build failed (see lab:image)"
   else
-    LAB_STARTED=1
+    # A lab someone already runs (say, after `make demo`) is used and left running; only a lab
+    # this script started is torn down at the end.
+    if racksmith lab status --json 2>/dev/null \
+        | python -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["bridge"]["up"] else 1)'; then
+      echo "=== lab: already running; it stays up after the tests"
+    else
+      LAB_STARTED=1
+    fi
     if run_step lab:up racksmith lab up; then
       # Serial: the lab tests share one bridge per module and the machine has 2 cores.
       run_step lab:pytest pytest -q -p no:cacheprovider -m lab tests/integration
