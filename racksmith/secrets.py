@@ -20,6 +20,10 @@ MASK = "********"
 #: Environment variables whose values are secrets by contract.
 SECRET_ENV_VARS = ("RACKSMITH_BMC_PASSWORD", "MAAS_API_KEY")
 
+# Shorter strings would mask ordinary words everywhere ("tok" in "token"); no BMC password or
+# MAAS key part that is worth protecting is that short.
+MIN_SECRET_LEN = 4
+
 _KNOWN: set[str] = set()
 _LOCK = threading.Lock()
 
@@ -40,7 +44,7 @@ class SecretError(ValueError):
 def remember(*values: str) -> None:
     """Register secrets loaded by this process so that :func:`redact` always masks them."""
     with _LOCK:
-        _KNOWN.update(v for v in values if v)
+        _KNOWN.update(v for v in values if len(v) >= MIN_SECRET_LEN)
 
 
 def _env_secrets(environ: Mapping[str, str]) -> list[str]:
@@ -50,7 +54,7 @@ def _env_secrets(environ: Mapping[str, str]) -> list[str]:
         if value:
             values.append(value)
             if name == "MAAS_API_KEY":  # consumer:token:secret, each part a secret too
-                values.extend(part for part in value.split(":") if len(part) >= 6)
+                values.extend(p for p in value.split(":") if len(p) >= MIN_SECRET_LEN)
     return values
 
 
@@ -58,7 +62,7 @@ def redact(text: str, extra: Iterable[str] = (), environ: Mapping[str, str] | No
     """``text`` with every known secret, and anything shaped like a credential, masked."""
     with _LOCK:
         known = set(_KNOWN)
-    known.update(v for v in extra if v)
+    known.update(v for v in extra if len(v) >= MIN_SECRET_LEN)
     known.update(_env_secrets(os.environ if environ is None else environ))
     for value in sorted(known, key=len, reverse=True):  # a whole key before its parts
         text = text.replace(value, MASK)

@@ -69,3 +69,8 @@ def test_expand_path_handles_defaults(monkeypatch):
     monkeypatch.setenv("RS_TEST_SET", "/a")
     assert str(secrets.expand_path("${RS_TEST_UNSET:-/d}/x")) == "/d/x"
     assert str(secrets.expand_path("${RS_TEST_SET:-/d}/x")) == "/a/x"
+
+
+def test_too_short_values_are_not_remembered_so_words_stay_readable():
+    remember("tok")
+    assert redact("token for nobody") == "token for nobody"
