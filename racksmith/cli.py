@@ -1,8 +1,7 @@
 """The ``racksmith`` command: one entry point, one sub-command group per library area.
 
 Each area owns a ``cli`` module exposing ``register(subparsers)``; this file only wires them,
-so adding a command never means editing another area's code. Areas are imported lazily by
-name so that a missing optional dependency in one area cannot break the others' commands.
+so adding a command never means editing another area's code.
 """
 
 from __future__ import annotations
@@ -24,12 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="racksmith", description=__doc__.splitlines()[0])
     groups = parser.add_subparsers(dest="area", metavar="AREA", required=True)
     for name, module_name, help_text in _AREAS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue  # area not built yet
-            raise
+        module = importlib.import_module(module_name)
         area = groups.add_parser(name, help=help_text, description=help_text)
         module.register(area.add_subparsers(dest="command", metavar="COMMAND", required=True))
     return parser

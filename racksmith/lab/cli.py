@@ -23,11 +23,6 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     for name, module_name, help_text in _COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue  # not built yet
-            raise
+        module = importlib.import_module(module_name)
         parser = subparsers.add_parser(name, help=help_text, description=help_text)
         module.configure(parser, name)
