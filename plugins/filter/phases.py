@@ -1,0 +1,52 @@
+# racksmith.core phase decisions as filters: thin adapters over racksmith.phases (tested there).
+# Each filter's documentation is the YAML file of its name beside this one.
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+try:
+    from racksmith.phases import discover, preflight
+except ImportError as exc:  # the controller lacks the racksmith package
+    _IMPORT_ERROR: ImportError | None = exc
+else:
+    _IMPORT_ERROR = None
+
+
+def _need_library() -> None:
+    if _IMPORT_ERROR is not None:
+        raise AnsibleFilterError(
+            "racksmith.core filters need the racksmith Python package on the controller: "
+            f"{_IMPORT_ERROR}"
+        )
+
+
+def hardware_problems(facts, expected=None):
+    _need_library()
+    return discover.hardware_problems(facts, expected)
+
+
+def clock_problem(result, max_skew=5):
+    _need_library()
+    return discover.clock_problem(result, float(max_skew))
+
+
+def duplicate_identities(hosts, keys=None):
+    _need_library()
+    if keys is None:
+        return preflight.duplicate_identities(hosts)
+    return preflight.duplicate_identities(hosts, keys)
+
+
+def mac_mismatches(hosts):
+    _need_library()
+    return preflight.mac_mismatches(hosts)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "hardware_problems": hardware_problems,
+            "clock_problem": clock_problem,
+            "duplicate_identities": duplicate_identities,
+            "mac_mismatches": mac_mismatches,
+        }
