@@ -29,10 +29,17 @@ _FAULT_RESULTS = {
     "bmc_malformed": "FAILED:discover",
     "bmc_empty_systems": "FAILED:discover",
     "missing_gpu": "QUARANTINED",
+    "bmc_clock_locked": "QUARANTINED",
     "commission_fails": "FAILED:enlist",
     "power_fails": "FAILED:enlist",
     "deploy_fails": "FAILED:deploy",
     "deploy_timeout": "FAILED:deploy",
+}
+# What the reason must mention for faults whose result alone does not tell them apart
+# (a quarantine may be for the GPUs or for the clock).
+_FAULT_REASONS = {
+    "missing_gpu": "GPUs, BMC reports",
+    "bmc_clock_locked": "BMC clock",
 }
 _PHASE_ORDER = ("FAILED:discover", "QUARANTINED", "FAILED:enlist", "FAILED:deploy")
 
@@ -65,6 +72,15 @@ def check(rack: spec.RackSpec, report: dict) -> list[tuple[spec.Server, str, str
             problem = f"expected {want}"
         elif want != "GOLDEN" and not hosts[name].get("reasons"):
             problem = "no reason given"
+        else:
+            text = " ".join(map(str, hosts[name].get("reasons") or []))
+            missing = [
+                f"reason should mention {_FAULT_REASONS[f]!r}"
+                for f in sorted(server.faults)
+                if f in _FAULT_REASONS and _FAULT_RESULTS.get(f) == want
+                and _FAULT_REASONS[f] not in text
+            ]
+            problem = "; ".join(missing) or None
         rows.append((server, name, got, problem))
     return rows
 

@@ -116,6 +116,7 @@ class Faults:
     empty_nics: bool = False
     missing_gpu: bool = False
     clock_skew: float = 0.0
+    clock_locked: bool = False  # DateTime PATCH refused (clock managed by the BMC's own NTP)
     boot_quirk: bool = False  # boot PATCH: 400 "depends on other attribute(s)", but applied
 
     @classmethod
@@ -133,7 +134,8 @@ class Faults:
             empty_systems="bmc_empty_systems" in names,
             empty_nics="bmc_empty_nics" in names,
             missing_gpu="missing_gpu" in names,
-            clock_skew=CLOCK_SKEW_SECONDS if "bmc_clock_skew" in names else 0.0,
+            clock_skew=CLOCK_SKEW_SECONDS if names & {"bmc_clock_skew", "bmc_clock_locked"} else 0.0,
+            clock_locked="bmc_clock_locked" in names,
             boot_quirk="bmc_boot_quirk" in names,
         )
 
@@ -656,6 +658,12 @@ class EmulatedBmc:
         payload = self._patch_payload(body, {"DateTime", "DateTimeLocalOffset"})
         if isinstance(payload, Reply):
             return payload
+        if self.faults.clock_locked:
+            return self._fail(
+                400,
+                "Base.1.12.PropertyNotWritable",
+                "The property DateTime is a read only property and cannot be assigned a value.",
+            )
         try:
             if "DateTimeLocalOffset" in payload:
                 hours, _, minutes = str(payload["DateTimeLocalOffset"]).partition(":")

@@ -111,6 +111,7 @@ def _ansible_cfg(lab_dir: Path) -> None:
         f"inventory_plugins = {REPO / 'plugins' / 'inventory'}\n"
         f"library = {REPO / 'plugins' / 'modules'}\n"
         f"doc_fragment_plugins = {REPO / 'plugins' / 'doc_fragments'}\n"
+        f"collections_path = {REPO / '.collections'}\n"
         "forks = 32\nretry_files_enabled = False\n"
         "[inventory]\nenable_plugins = redfish\n"
     )

@@ -102,6 +102,9 @@ def test_discover_playbook_quarantines_and_fixes_clocks(running_rack):
     summary = " ".join(report["plays"][-1]["tasks"][-1]["hosts"]["localhost"]["msg"].split())
     assert f"{missing}: expected 8 GPUs, BMC reports 7" in summary
     assert "5 server(s) go on" in summary
+    # a BMC that refuses to have its clock set is quarantined with that reason, not enlisted
+    locked = _host_of(listing, running_rack.port("clock15"))
+    assert re.search(rf"{locked}: BMC clock could not be checked or set: .*HTTP 400", summary), summary
     assert "RAC0218" in summary and "HTTP 401" in summary  # failed BMCs listed with reasons
     stats = report["stats"]
     assert all(s["failures"] == 0 and s["unreachable"] == 0 for s in stats.values())

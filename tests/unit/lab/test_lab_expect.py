@@ -12,7 +12,8 @@ def _report(rack, overrides=None):
     for server in rack.servers:
         want = expect.expected_result(server)
         name = expect.report_names(rack, server)[1 if want == "FAILED:discover" else 0]
-        hosts[name] = {"result": want, "reasons": [] if want == "GOLDEN" else ["why"]}
+        why = [expect._FAULT_REASONS.get(f, "why") for f in sorted(server.faults)]
+        hosts[name] = {"result": want, "reasons": [] if want == "GOLDEN" else why}
     for name, value in (overrides or {}).items():
         hosts[name] = value
     return {"hosts": hosts}
@@ -22,7 +23,7 @@ def test_expected_results_follow_faults():
     rack = spec.load()
     results = {s.name: expect.expected_result(s) for s in rack.servers}
     assert results["gpu01"] == "GOLDEN"
-    assert results["gpu05"] == "QUARANTINED"
+    assert results["gpu05"] == results["gpu10"] == "QUARANTINED"
     assert results["gpu06"] == results["gpu07"] == "FAILED:discover"
     server = spec.Server(1, "x", "m", "10.0.0.1", 1, frozenset({"deploy_fails", "bmc_slow"}))
     assert expect.expected_result(server) == "FAILED:discover"  # the earliest phase wins
@@ -62,3 +63,15 @@ def test_cli_exit_code_follows_the_check(tmp_path, capsys):
     assert cli.main(["lab", "check-run", str(good)]) == 0
     assert cli.main(["lab", "check-run", "--runs-root", str(tmp_path)]) == 1  # latest = bad
     assert "WRONG: expected FAILED:enlist" in capsys.readouterr().out
+
+
+def test_a_quarantine_for_the_wrong_reason_fails():
+    """gpu10's BMC clock refuses to be set: quarantined for anything else is wrong."""
+    rack = spec.load()
+    server = rack.server("gpu10")
+    assert server.faults == {"bmc_clock_locked"}
+    wrong = {server.service_tag.lower(): {"result": "QUARANTINED", "reasons": ["expected 8 GPUs"]}}
+    rows = {r[0].name: r[3] for r in expect.check(rack, _report(rack, wrong))}
+    assert rows["gpu10"] == "reason should mention 'BMC clock'"
+    right = {server.service_tag.lower(): {"result": "QUARANTINED", "reasons": ["BMC clock: x"]}}
+    assert {r[0].name: r[3] for r in expect.check(rack, _report(rack, right))}["gpu10"] is None
