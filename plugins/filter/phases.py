@@ -5,6 +5,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 try:
+    from racksmith.maas import userdata
     from racksmith.phases import discover, preflight
 except ImportError as exc:  # the controller lacks the racksmith package
     _IMPORT_ERROR: ImportError | None = exc
@@ -42,6 +43,11 @@ def mac_mismatches(hosts):
     return preflight.mac_mismatches(hosts)
 
 
+def cloud_config(hostname, **fields):
+    _need_library()
+    return userdata.user_data(hostname, **fields)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -49,4 +55,5 @@ class FilterModule:
             "clock_problem": clock_problem,
             "duplicate_identities": duplicate_identities,
             "mac_mismatches": mac_mismatches,
+            "cloud_config": cloud_config,
         }
