@@ -4,48 +4,127 @@ Order (reference, section 10): counters and clock state are read, the stress tes
 every GPU at once while clock events are sampled, the counters are read again, then NVLink
 peer bandwidth, the NCCL all-reduce, per-HCA ib_write_bw, and the training smoke test. The
 report has the host agent's schema (kind "load") plus headline figures; exit codes are the
-agent's: 0 fit, 1 not fit, 2 could not decide.
+agent's: 0 fit, 1 not fit, 2 could not decide (and bad input, refused before anything runs).
+
+Machine output: stdout carries the report and nothing else (``--json``: exactly one JSON
+document). torchrun's and NCCL's output goes to log files in ``--out`` (``smoke-<n>gpu.log``,
+``nccl-torchrun.log``, ``nccl-debug.log``), this run's progress to ``gpu-run.log``, and with
+``-v`` both to stderr as they come. While the checks run, file descriptor 1 itself points at
+``gpu-run.log``, so not even a library writing to it directly (CUDA, NCCL, C++ warnings) can
+put a line in front of the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
+from racksmith import __version__
 from racksmith.health import commands
 from racksmith.health import profile as profiles
 from racksmith.health.checks import requirements
+from racksmith.health.cli import integer_at_least, positive_number, usage_error
 from racksmith.health.outcome import CheckResult, skipped, unknown
 from racksmith.health.parsers import ParseError, nvlink, smi_xml
 from racksmith.health.report import Report
 
 from . import rules
 from .sku import Sku, UnknownSku, lookup
+from .smoke import Config as SmokeConfig
 
 PARTS = ("stress", "nvlink", "nccl", "ib", "smoke")
+PROG = "python3 -m racksmith.gpu"
+#: The smoke rule needs 10 timed steps after the warm-up.
+MIN_SMOKE_STEPS = SmokeConfig.warmup + 10
+
+EXAMPLES = f"""examples:
+  {PROG} run --profile h200-x2-vm --out /var/lib/racksmith/load
+  {PROG} run --json --out load/ > load.json           # stdout: one JSON document only
+  {PROG} run -v --only stress,nvlink --stress-seconds 60   # progress and torchrun output on stderr
+  {PROG} run --smoke-gpus 1,8 --smoke-steps 300
+
+exit status: 0 fit, 1 not fit, 2 could not decide or bad input (both not fit)
+"""
+
+
+def parts_list(text: str) -> list[str]:
+    """argparse type for ``--only``: a comma-separated subset of ``PARTS``, none unknown."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    unknown_parts = [p for p in parts if p not in PARTS]
+    if unknown_parts or not parts:
+        raise argparse.ArgumentTypeError(
+            f"unknown part(s) {', '.join(map(repr, unknown_parts)) or '(none given)'}; "
+            f"choose from {','.join(PARTS)}"
+        )
+    return parts
+
+
+def gpu_counts(text: str) -> list[int]:
+    """argparse type for ``--smoke-gpus``: comma-separated GPU counts, each at least 1."""
+    counts = []
+    for item in (c.strip() for c in text.split(",")):
+        if not item:
+            continue
+        if not item.isdigit() or int(item) < 1:
+            raise argparse.ArgumentTypeError(f"{item!r} is not a GPU count (an integer >= 1)")
+        counts.append(int(item))
+    return counts
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python3 -m racksmith.gpu", description=__doc__.splitlines()[0]
+        prog=PROG,
+        description=__doc__.splitlines()[0],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run the load checks and the smoke test")
+    run = sub.add_parser(
+        "run",
+        help="run the load checks and the smoke test",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("--profile", default=profiles.DEFAULT_PROFILE, help="host-type profile")
-    run.add_argument("--only", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
-    run.add_argument("--gpus", type=int, default=0, help="GPUs to use (default: all visible)")
-    run.add_argument("--stress-seconds", type=float, default=30.0)
-    run.add_argument("--smoke-steps", type=int, default=300)
-    run.add_argument("--smoke-gpus", default="", help="comma-separated GPU counts (default: all)")
+    run.add_argument(
+        "--only", type=parts_list, default=list(PARTS), help=f"subset of {','.join(PARTS)}"
+    )
+    run.add_argument(
+        "--gpus", type=integer_at_least(0), default=0, help="GPUs to use (default: all visible)"
+    )
+    run.add_argument("--stress-seconds", type=positive_number, default=30.0)
+    run.add_argument(
+        "--smoke-steps",
+        type=integer_at_least(MIN_SMOKE_STEPS),
+        default=300,
+        help=f"training steps (at least {MIN_SMOKE_STEPS}: {SmokeConfig.warmup} warm-up + 10)",
+    )
+    run.add_argument(
+        "--smoke-gpus",
+        type=gpu_counts,
+        default=[],
+        help="comma-separated GPU counts (default: all)",
+    )
     run.add_argument("--no-compile", action="store_true", help="smoke test without torch.compile")
     run.add_argument("--out", default="load-checks", help="directory for logs and the report")
-    run.add_argument("--json", action="store_true", help="print the JSON report")
+    run.add_argument("--json", action="store_true", help="print only the JSON report on stdout")
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="progress, torchrun/NCCL output and the figures on stderr as they come",
+    )
     return parser
 
 
@@ -74,11 +153,48 @@ def _guard(name: str, title: str, func) -> CheckResult:
         return CheckResult(name, title, (unknown(f"{type(exc).__name__}: {str(exc)[:1500]}"),))
 
 
-def run(args: argparse.Namespace) -> Report:
+Echo = Callable[[str], None]
+
+
+def _quiet(line: str) -> None:
+    """Child output without ``-v``: it is in its log file only."""
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Console:
+    """Where the run's own progress lines and its children's output go: progress into
+    ``log`` (``gpu-run.log``) always, both to stderr with ``-v``; never to stdout."""
+
+    log: TextIO | None = None
+    verbose: bool = False
+
+    def progress(self, line: str) -> None:
+        line = f"{time.strftime('%H:%M:%S')} {line}"
+        if self.log is not None:
+            self.log.write(line + "\n")
+            self.log.flush()
+        if self.verbose:
+            _to_stderr(line)
+
+    def child(self, label: str) -> Echo:
+        """The echo for one child's output lines (already in its own log file)."""
+        if not self.verbose:
+            return _quiet
+        return lambda line: _to_stderr(f"[{label}] {line}")
+
+
+def run(args: argparse.Namespace, console: Console | None = None) -> Report:
+    """Run the selected parts, saying what runs through ``console``."""
+    console = console or Console()
+    echo = console.progress
     started_wall, started = time.time(), time.monotonic()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    parts = list(args.only)
     results: list[CheckResult] = []
     figures: dict = {}
     notes: list[str] = []
@@ -149,6 +265,7 @@ def run(args: argparse.Namespace) -> Report:
     )
 
     if "stress" in parts:
+        echo(f"[gpu] stress: {count} GPU(s) for {args.stress_seconds:g} s")
         results += _stress_parts(gpus, sku, args.stress_seconds, figures)
         torch.cuda.empty_cache()
     if "nvlink" in parts:
@@ -157,25 +274,33 @@ def run(args: argparse.Namespace) -> Report:
                 skipped("nvlink_p2p", "NVLink peer bandwidth", "no NVLink on this host type")
             )
         else:
+            echo(f"[gpu] nvlink: peer copies between {count} GPU(s)")
             results.append(
                 _guard("nvlink_p2p", "NVLink peer bandwidth", lambda: _p2p(gpus, sku, figures))
             )
             torch.cuda.empty_cache()
     if "nccl" in parts:
+        echo(f"[gpu] nccl: all-reduce on {count} GPU(s), log {out / 'nccl-torchrun.log'}")
         results.append(
-            _guard("nccl_allreduce", "NCCL all-reduce", lambda: _nccl(count, sku, out, figures))
+            _guard(
+                "nccl_allreduce",
+                "NCCL all-reduce",
+                lambda: _nccl(count, sku, out, figures, console.child("nccl")),
+            )
         )
     if "ib" in parts:
         results.append(_ib(profile, sku, figures))
     if "smoke" in parts:
-        counts = [int(c) for c in args.smoke_gpus.split(",") if c.strip()] or [count]
-        for n in counts:
+        for n in args.smoke_gpus or [count]:
             label = "smoke" if n == count else f"smoke_{n}gpu"
+            echo(f"[gpu] {label}: {n} GPU(s), {args.smoke_steps} steps, log smoke-{n}gpu.log")
             results.append(
                 _guard(
                     label,
                     f"Training smoke test on {n} GPU(s)",
-                    lambda n=n, label=label: _smoke(n, label, sku, args, out, figures),
+                    lambda n=n, label=label: _smoke(
+                        n, label, sku, args, out, figures, console.child(label)
+                    ),
                 )
             )
     return finish(profile.name, profile.source)
@@ -269,12 +394,12 @@ def _p2p(gpus: list[int], sku: Sku, figures: dict) -> CheckResult:
     return rules.nvlink_p2p(pairs, sku, len(gpus))
 
 
-def _nccl(count: int, sku: Sku, out: Path, figures: dict) -> CheckResult:
+def _nccl(count: int, sku: Sku, out: Path, figures: dict, echo: Echo) -> CheckResult:
     if count < 2:
         return rules.nccl_allreduce([], count, sku, rules.NcclInfo())
     from . import nccl
 
-    points, ranks, info, per_size, log = nccl.launch(count, out)
+    points, ranks, info, per_size, log = nccl.launch(count, out, echo=echo)
     measured = {p.nbytes for p in points}
     per_size = {n: algo for n, algo in per_size.items() if n in measured}
     figures["nccl"] = {
@@ -302,11 +427,11 @@ def _ib(profile, sku: Sku, figures: dict) -> CheckResult:
     return rules.ib_write_bw(results, sku, expected)
 
 
-def _smoke(n: int, label: str, sku: Sku, args, out: Path, figures: dict) -> CheckResult:
+def _smoke(n: int, label: str, sku: Sku, args, out: Path, figures: dict, echo: Echo) -> CheckResult:
     from . import smoke
 
     cfg = smoke.Config(steps=args.smoke_steps, compile=not args.no_compile)
-    data = smoke.launch(n, out, cfg, echo=lambda line: print(f"[{label}] {line}", flush=True))
+    data = smoke.launch(n, out, cfg, echo=echo)
     run = rules.SmokeRun(
         steps=[rules.Step(s["step"], s["loss"], s["seconds"]) for s in data["steps"]],
         tokens_per_step=data["tokens_per_step"],
@@ -333,10 +458,41 @@ def _smoke(n: int, label: str, sku: Sku, args, out: Path, figures: dict) -> Chec
     return result
 
 
+@contextlib.contextmanager
+def stdout_into(path: Path) -> Iterator[None]:
+    """Point file descriptor 1 at ``path`` (appending) for the duration, then restore it.
+
+    At the descriptor, not ``sys.stdout``: CUDA, NCCL, cuBLAS and PyTorch's C++ side write to
+    fd 1 directly, and so does any child that inherits it; all of it lands in the log."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    report = run(args)
-    print(report.to_json() if args.json else report.to_text())
-    if report.figures:
-        print(json.dumps(report.figures, indent=1, default=str)[:4000], file=sys.stderr)
+    out = Path(args.out)
+    log_path = out / "gpu-run.log"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("")
+        # Appending, like the descriptor-1 redirect below: both land at the end, in order.
+        log = open(log_path, "a", encoding="utf-8")
+    except OSError as exc:
+        return usage_error(f"{PROG} run", f"--out {args.out}: {exc.strerror or exc}")
+    with log, stdout_into(log_path):
+        console = Console(log, args.verbose)
+        console.progress(f"{PROG} {' '.join(sys.argv[1:] if argv is None else argv)}")
+        report = run(args, console)
+        console.progress(f"verdict {report.verdict.value}, exit {report.exit_code}")
+    print(report.to_json() if args.json else report.to_text(), flush=True)
+    if args.verbose and report.figures:
+        _to_stderr(json.dumps(report.figures, indent=1, default=str)[:4000])
     return report.exit_code

@@ -17,7 +17,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -105,13 +104,23 @@ def worker(out: str, sizes: tuple[int, ...]) -> None:
     dist.destroy_process_group()
 
 
-def launch(gpus: int, workdir: Path, *, sizes: tuple[int, ...] = SIZES, timeout_s: float = 600):
+def launch(
+    gpus: int,
+    workdir: Path,
+    *,
+    sizes: tuple[int, ...] = SIZES,
+    timeout_s: float = 600,
+    echo=None,
+):
     """Run the worker on ``gpus`` GPUs; returns (points, ranks, info, per-size algorithms,
-    log path). Raises RuntimeError with the tail of the output when torchrun fails."""
+    log path). torchrun's output goes to ``nccl-torchrun.log`` in ``workdir`` (and each line to
+    ``echo`` when given), NCCL's debug log to ``nccl-debug.log``. Raises RuntimeError with the
+    tail of the output when torchrun fails."""
     workdir.mkdir(parents=True, exist_ok=True)
     for old in glob.glob(str(workdir / "nccl-debug.*.log")):
         os.unlink(old)
     out = workdir / "nccl-result.json"
+    out.unlink(missing_ok=True)
     argv, env = torchrun.command(
         gpus, "racksmith.gpu.nccl", "--out", str(out), "--sizes", ",".join(map(str, sizes))
     )
@@ -120,10 +129,14 @@ def launch(gpus: int, workdir: Path, *, sizes: tuple[int, ...] = SIZES, timeout_
         NCCL_DEBUG_SUBSYS="INIT,GRAPH,TUNING,ENV",
         NCCL_DEBUG_FILE=str(workdir / "nccl-debug.%h.%p.log"),
     )
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
-    if proc.returncode != 0 or not out.is_file():
-        tail = (proc.stdout + proc.stderr)[-2000:]
-        raise RuntimeError(f"torchrun NCCL all-reduce exited with {proc.returncode}: {tail}")
+    run_log = workdir / "nccl-torchrun.log"
+    rc = torchrun.run_logged(
+        argv, env, run_log, timeout_s, what=f"NCCL all-reduce on {gpus} GPUs", echo=echo
+    )
+    if rc != 0 or not out.is_file():
+        raise RuntimeError(
+            f"torchrun NCCL all-reduce exited with {rc} (log {run_log}): {torchrun.tail(run_log)}"
+        )
     data = json.loads(out.read_text())
     log_text = "".join(
         Path(p).read_text(errors="replace")

@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -198,8 +197,9 @@ def worker(cfg: Config, out: str) -> None:
 
 
 def launch(gpus: int, workdir: Path, cfg: Config, *, timeout_s: float = 1200, echo=None):
-    """Run the worker under torchrun on ``gpus`` GPUs; return the parsed result JSON.
-    ``echo``: called with each output line (per-batch MFU) as it arrives."""
+    """Run the worker under torchrun on ``gpus`` GPUs; return the parsed result JSON. Its
+    output (per-batch MFU, torchrun's and torch.compile's messages) goes to
+    ``smoke-<gpus>gpu.log`` in ``workdir``, and each line to ``echo`` when given."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"smoke-{gpus}gpu.json"
     out.unlink(missing_ok=True)
@@ -207,25 +207,14 @@ def launch(gpus: int, workdir: Path, cfg: Config, *, timeout_s: float = 1200, ec
         gpus, "racksmith.gpu.smoke", "--out", str(out), "--config", json.dumps(asdict(cfg))
     )
     log_path = workdir / f"smoke-{gpus}gpu.log"
-    deadline = time.monotonic() + timeout_s
-    with (
-        open(log_path, "w") as log,
-        subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        ) as proc,
-    ):
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
-            if echo:
-                echo(line.rstrip("\n"))
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"smoke test on {gpus} GPUs ran past {timeout_s:g} s")
-        rc = proc.wait()
+    rc = torchrun.run_logged(
+        argv, env, log_path, timeout_s, what=f"smoke test on {gpus} GPUs", echo=echo
+    )
     if rc != 0 or not out.is_file():
-        tail = log_path.read_text()[-2000:]
-        raise RuntimeError(f"smoke test on {gpus} GPUs exited with {rc}: {tail}")
+        raise RuntimeError(
+            f"smoke test on {gpus} GPUs exited with {rc} (log {log_path}): "
+            f"{torchrun.tail(log_path)}"
+        )
     return json.loads(out.read_text())
 
 

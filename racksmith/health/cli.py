@@ -6,33 +6,113 @@ profiles  list the built-in host-type profiles
 capture   save this host's raw outputs as a fixture directory
 standin   LAB ONLY: install fake GPU tools that replay a capture
 golden    controller side: per-host reports in, the golden set out
+
+Machine output: ``check --json`` prints exactly one JSON document on stdout and nothing else
+(commands the checks run are captured, never inherited). Bad input (an option's value, a file
+that cannot be read or written) exits 2 with a message naming it, before any check runs.
+The argument types here are shared with ``racksmith.gpu``'s command line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 from collections.abc import Sequence
 
+from . import REPORT_SCHEMA
 from . import profile as profiles
 from .outcome import EXIT_UNDECIDED
 
 ENV_PROFILE = "RACKSMITH_HEALTH_PROFILE"
+#: Exit status for usage and input errors (argparse's own, kept for every bad input).
+EXIT_USAGE = 2
+
+EXAMPLES = """examples:
+  python3 -m racksmith.health check                        # text verdict
+  python3 -m racksmith.health check --json > report.json   # one JSON document on stdout
+  python3 -m racksmith.health check --profile h200-x2-vm --prom /var/lib/node_exporter/rs.prom
+  python3 -m racksmith.health check --only ecc,xid -v
+  python3 -m racksmith.health capture /tmp/capture-$(hostname)
+
+exit status: 0 fit, 1 not fit, 2 could not decide or bad input (both not fit)
+"""
+
+
+def positive_number(text: str) -> float:
+    """argparse type: a finite number above zero (seconds, budgets)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text!r}")
+    return value
+
+
+def integer_at_least(minimum: int):
+    """argparse type factory: an integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def output_file(text: str) -> str:
+    """argparse type: a file we can write: not a directory, and its directory exists and is
+    writable, or can be made (the nearest existing ancestor is a writable directory). Checked
+    before the checks run, so a typo costs no run."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a directory")
+    ancestor = os.path.dirname(os.path.abspath(text))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise argparse.ArgumentTypeError(f"{text}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text}: directory {ancestor} is not writable")
+    return text
+
+
+def usage_error(prog: str, message: str) -> int:
+    """Print ``prog: error: message`` to stderr, as argparse does, and return exit status 2."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python3 -m racksmith.health", description="racksmith host health agent"
+        prog="python3 -m racksmith.health",
+        description="racksmith host health agent",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s (report schema {REPORT_SCHEMA})"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     check = sub.add_parser("check", help="run the quick checks and print the verdict")
     check.add_argument("--json", action="store_true", help="print the JSON report on stdout")
-    check.add_argument("--prom", metavar="FILE", help="also write Prometheus textfile metrics")
-    check.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
+    check.add_argument(
+        "--prom", metavar="FILE", type=output_file, help="also write Prometheus textfile metrics"
+    )
+    check.add_argument(
+        "--report", metavar="FILE", type=output_file, help="also write the JSON report to FILE"
+    )
     check.add_argument(
         "--profile",
         default=os.environ.get(ENV_PROFILE, profiles.DEFAULT_PROFILE),
@@ -40,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--deadline",
-        type=float,
+        type=positive_number,
         default=60.0,
         metavar="S",
         help="wall-clock budget for all checks together (default 60)",
@@ -91,11 +171,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     only = [c.strip() for c in args.only.split(",")] if args.only else None
     if only:
         unknown_checks = sorted(set(only) - set(specs))
-        if unknown_checks:
-            print(
-                f"error: --only names unknown checks: {', '.join(unknown_checks)}", file=sys.stderr
+        if unknown_checks or not all(only):
+            return usage_error(
+                "python3 -m racksmith.health check",
+                f"--only names unknown checks: {', '.join(unknown_checks) or 'an empty name'} "
+                f"(known: {', '.join(specs)})",
             )
-            return EXIT_UNDECIDED
     host = Host(sysfs=args.sysfs, procfs=args.procfs)
     notes = []
     try:
@@ -118,13 +199,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         standin=host.standin(),
         notes=notes,
     )
-    if args.prom:
-        from . import prom
-
-        prom.write(report, args.prom)
-    if args.report:
-        _write_atomic(args.report, report.to_json() + "\n")
     print(report.to_json() if args.json else report.to_text(verbose=args.verbose))
+    try:
+        if args.prom:
+            from . import prom
+
+            where = f"--prom {args.prom}"
+            prom.write(report, args.prom)
+        if args.report:
+            where = f"--report {args.report}"
+            _write_atomic(args.report, report.to_json() + "\n")
+    except OSError as exc:
+        # The verdict was printed; the file a caller relies on is missing: say which, exit 2.
+        return usage_error("python3 -m racksmith.health check", f"{where}: {exc.strerror}")
     return report.exit_code
 
 
@@ -138,7 +225,12 @@ def cmd_profiles(args: argparse.Namespace) -> int:
 def cmd_capture(args: argparse.Namespace) -> int:
     from .capture import capture
 
-    written = capture(args.outdir)
+    try:
+        written = capture(args.outdir)
+    except OSError as exc:
+        return usage_error(
+            "python3 -m racksmith.health capture", f"{args.outdir}: {exc.strerror or exc}"
+        )
     print(f"wrote {len(written)} files to {args.outdir}")
     return 0
 
@@ -146,7 +238,15 @@ def cmd_capture(args: argparse.Namespace) -> int:
 def cmd_standin(args: argparse.Namespace) -> int:
     from .replay import install
 
-    marker = install(args.capture, args.prefix, overlays=args.overlay)
+    for flag, path in (("--capture", args.capture), *(("--overlay", o) for o in args.overlay)):
+        if not os.path.isdir(path):
+            return usage_error(
+                "python3 -m racksmith.health standin", f"{flag} {path}: no such directory"
+            )
+    try:
+        marker = install(args.capture, args.prefix, overlays=args.overlay)
+    except OSError as exc:  # not a capture directory, or the prefix is not writable
+        return usage_error("python3 -m racksmith.health standin", str(exc))
     print(f"LAB STAND-IN installed under {args.prefix}: {marker}")
     return 0
 
@@ -154,8 +254,18 @@ def cmd_standin(args: argparse.Namespace) -> int:
 def cmd_golden(args: argparse.Namespace) -> int:
     from .golden import build, write
 
-    with open(args.hosts) as handle:
-        hosts = json.load(handle)
+    prog = "python3 -m racksmith.health golden"
+    try:
+        with open(args.hosts, encoding="utf-8") as handle:
+            hosts = json.load(handle)
+    except OSError as exc:
+        return usage_error(prog, f"--hosts {args.hosts}: {exc.strerror}")
+    except ValueError as exc:  # JSONDecodeError (its text gives line and column), bad UTF-8
+        return usage_error(prog, f"--hosts {args.hosts}: not JSON: {exc}")
+    if not isinstance(hosts, dict) or not all(isinstance(v, dict) for v in hosts.values()):
+        return usage_error(
+            prog, f"--hosts {args.hosts}: must be a JSON object of host name -> object"
+        )
     golden = build(hosts, run_id=args.run_id)
     paths = write(golden, args.out)
     print(
@@ -166,6 +276,7 @@ def cmd_golden(args: argparse.Namespace) -> int:
 
 
 def _write_atomic(path: str, text: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as handle:
         handle.write(text)
