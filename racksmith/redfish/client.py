@@ -9,8 +9,11 @@ Rules this module keeps:
 
 - TLS is verified (system store or ``ca_bundle``). ``verify=False`` is an explicit opt-out and
   logs a warning naming the BMC every time a client is built with it.
-- Every request has a connect and a read timeout, clipped to what is left of the per-BMC
-  deadline. Sleeping for a backoff never runs past the deadline either.
+- Every request ends within the smaller of its own timeout (connect + read) and what is left
+  of the per-BMC deadline, however slowly the BMC trickles bytes (:mod:`racksmith.transport`
+  cuts the socket); the error says which of the two ran out. Answers larger than
+  ``max_answer_bytes`` are refused before they are parsed. Sleeping for a backoff never runs
+  past the deadline either.
 - Retries are bounded and only where they are safe: GETs on connection errors, anything on
   503 (the BMC said it did not process the request), never on a read timeout.
 - iDRAC's 503 ``RAC0218`` (session limit) gets a longer, jittered backoff so that a rack of
@@ -24,6 +27,7 @@ Rules this module keeps:
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import math
 import random
@@ -35,12 +39,15 @@ from typing import Any
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 
+from racksmith import transport
 from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
 from racksmith.redfish.targets import Target
 from racksmith.secrets import redact
+from racksmith.transport import Deadline
+
+__all__ = ["ClientOptions", "Deadline", "RedfishClient", "RequestStats", "Response"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +74,7 @@ class ClientOptions:
     auth: str = "session"  # "session" (Basic when the BMC has no session service) or "basic"
     logout_timeout: float = 3.0
     expand: str = "auto"  # "auto": try $expand, fall back per BMC; "never"
+    max_answer_bytes: int = transport.DEFAULT_MAX_BYTES  # larger answers are refused unread
 
     def __post_init__(self) -> None:
         if self.scheme not in ("http", "https"):
@@ -76,24 +84,13 @@ class ClientOptions:
         if self.expand not in ("auto", "never"):
             raise ValueError(f"expand must be auto or never, not {self.expand!r}")
         for name in ("connect_timeout", "read_timeout", "logout_timeout"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):  # NaN would switch the timeout off
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        if self.max_answer_bytes < 1024:
+            raise ValueError("max_answer_bytes must be at least 1024")
         if self.retries < 0 or self.busy_retries < 0:
             raise ValueError("retries cannot be negative")
-
-
-class Deadline:
-    """A wall-clock budget for one BMC; ``None`` seconds means no budget."""
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self._end = math.inf if seconds is None else time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        return self._end - time.monotonic()
-
-    def expired(self) -> bool:
-        return self.remaining() <= 0
 
 
 @dataclass
@@ -196,11 +193,7 @@ class RedfishClient:
         self._token: str | None = None
         self._session_uri: str | None = None
         self._expand_ok = self.options.expand == "auto"
-        self._http = requests.Session()
-        self._http.trust_env = False  # no proxies or .netrc credentials picked up by surprise
-        adapter = HTTPAdapter(max_retries=0, pool_connections=1, pool_maxsize=4)
-        self._http.mount("https://", adapter)
-        self._http.mount("http://", adapter)
+        self._http = transport.session()  # no proxies/.netrc by surprise; cuttable sockets
         self._http.headers.update({"Accept": "application/json", "OData-Version": "4.0"})
         if self.options.scheme == "https":
             if not self.options.verify:
@@ -280,31 +273,27 @@ class RedfishClient:
             )
             return
         url = uri if uri.startswith("http") else self._base + uri
-        timeout = min(self.options.connect_timeout, self.options.logout_timeout)
-        started = time.monotonic()
         try:
-            resp = self._http.delete(
+            resp = transport.request(
+                self._http,
+                "DELETE",
                 url,
                 headers={"X-Auth-Token": token},
-                timeout=(timeout, self.options.logout_timeout),
-                allow_redirects=False,
+                budget=self.options.logout_timeout,
+                connect_timeout=self.options.connect_timeout,
+                max_bytes=self.options.max_answer_bytes,
             )
             self._count("DELETE")
-            log.debug(
-                "%s: DELETE session -> %s in %.2fs",
-                self.target,
-                resp.status_code,
-                time.monotonic() - started,
-            )
-            if resp.status_code in (200, 202, 204, 404):
+            log.debug("%s: DELETE session -> %s in %.2fs", self.target, resp.status, resp.elapsed)
+            if resp.status in (200, 202, 204, 404):
                 self.stats.sessions_deleted += 1  # 404: already gone
             else:
                 log.warning(
                     "%s: logout answered HTTP %s; session may persist until idle timeout",
                     self.target,
-                    resp.status_code,
+                    resp.status,
                 )
-        except requests.RequestException as exc:
+        except (requests.RequestException, transport.LimitReached) as exc:
             self._count("DELETE")
             log.warning(
                 "%s: logout failed (%s); session may persist until idle timeout",
@@ -321,7 +310,8 @@ class RedfishClient:
         if response.status != 200:
             raise self._error_for(response, f"GET {path}")
         if not isinstance(response.body, dict):
-            snippet = response.text[:80].replace("\n", " ")
+            # Redact the whole text before cutting it: a cut secret would no longer match.
+            snippet = redact(response.text)[:80].replace("\n", " ")
             raise RedfishError(
                 ErrorKind.MALFORMED,
                 f"GET {path}: answer is not a JSON object ({snippet!r})",
@@ -398,7 +388,9 @@ class RedfishClient:
         self.stats.requests += 1
         self.stats.by_method[method] = self.stats.by_method.get(method, 0) + 1
 
-    def _timeouts(self, what: str) -> tuple[float, float]:
+    def _budget(self, what: str) -> tuple[float, str]:
+        """Seconds this request may take, and the name of the limit that sets it."""
+        own = self.options.connect_timeout + self.options.read_timeout
         remaining = self.deadline.remaining()
         if remaining <= 0:
             raise RedfishError(
@@ -406,17 +398,17 @@ class RedfishClient:
                 f"{what}: per-BMC deadline of {self.deadline.seconds:g}s exceeded",
                 bmc=str(self.target),
             )
-        return (
-            min(self.options.connect_timeout, remaining),
-            min(self.options.read_timeout, remaining),
+        if remaining < own:
+            return remaining, f"per-BMC deadline of {self.deadline.seconds:g}s"
+        return own, (
+            f"request timeout of {own:g}s (connect {self.options.connect_timeout:g}s"
+            f" + read {self.options.read_timeout:g}s)"
         )
 
-    def _timeout_error(self, what: str, event: str, used: float, configured: float) -> RedfishError:
-        if used < configured:  # the per-BMC deadline, not the request timeout, ran out
-            reason = f"{what}: {event} before the per-BMC deadline of {self.deadline.seconds:g}s"
-        else:
-            reason = f"{what}: {event} within {used:.1f}s"
-        return RedfishError(ErrorKind.TIMEOUT, reason, bmc=str(self.target))
+    def _timeout_error(self, what: str, event: str, limit: str) -> RedfishError:
+        return RedfishError(
+            ErrorKind.TIMEOUT, f"{what}: {event}: the {limit} ran out", bmc=str(self.target)
+        )
 
     def _sleep(self, seconds: float, error: RedfishError) -> None:
         """Back off, unless the deadline would expire first (then give up with ``error``)."""
@@ -436,12 +428,32 @@ class RedfishClient:
         what = f"{method} {path}"
         attempt = busy_attempt = 0
         while True:
-            timeout = self._timeouts(what)
+            budget, limit = self._budget(what)
             started = time.monotonic()
             try:
-                raw = self._http.request(
-                    method, url, json=json, timeout=timeout, allow_redirects=False
+                answer = transport.request(
+                    self._http,
+                    method,
+                    url,
+                    json=json,
+                    budget=budget,
+                    connect_timeout=self.options.connect_timeout,
+                    read_timeout=self.options.read_timeout,
+                    max_bytes=self.options.max_answer_bytes,
                 )
+            except transport.BudgetExpired as exc:
+                self._count(method)
+                # Not retried: a slow BMC asked again only gets slower.
+                raise self._timeout_error(
+                    what, f"no complete answer after {exc.elapsed:.1f}s ({exc.stage})", limit
+                ) from None
+            except transport.AnswerTooLarge as exc:
+                self._count(method)
+                raise RedfishError(
+                    ErrorKind.MALFORMED,
+                    f"{what}: {exc} (max_answer_bytes); refused unread",
+                    bmc=str(self.target),
+                ) from None
             except requests.exceptions.SSLError as exc:
                 self._count(method)
                 raise RedfishError(
@@ -449,16 +461,18 @@ class RedfishClient:
                 ) from None
             except requests.exceptions.ConnectTimeout:
                 self._count(method)
-                error = self._timeout_error(
-                    what, "no connection", timeout[0], self.options.connect_timeout
+                connect_limit = (
+                    limit
+                    if budget < self.options.connect_timeout
+                    else f"connect timeout of {self.options.connect_timeout:g}s"
                 )
+                error = self._timeout_error(what, "no connection", connect_limit)
                 if attempt >= self.options.retries:
                     raise error from None
             except requests.exceptions.ReadTimeout:
                 self._count(method)
-                # Not retried: a slow BMC asked again only gets slower.
                 raise self._timeout_error(
-                    what, "no answer", timeout[1], self.options.read_timeout
+                    what, "no answer", f"read timeout of {self.options.read_timeout:g}s"
                 ) from None
             except requests.exceptions.ConnectionError as exc:
                 self._count(method)
@@ -476,7 +490,7 @@ class RedfishClient:
                 ) from None
             else:
                 self._count(method)
-                response = _response(raw)
+                response = _response(answer)
                 log.debug(
                     "%s: %s -> %s in %.2fs",
                     self.target,
@@ -560,12 +574,14 @@ def _describe(kind: ErrorKind) -> str:
     }.get(kind, kind.value)
 
 
-def _response(raw: requests.Response) -> Response:
-    text = raw.text if raw.content else ""
+def _response(answer: transport.Answer) -> Response:
+    """Parse the body as JSON when it is JSON; anything else (HTML, garbage, JSON nested past
+    the parser's recursion limit) leaves ``body`` None for the caller to call malformed."""
+    text = answer.text
     body: Any = None
-    if text:
+    if text.strip():
         try:
-            body = raw.json()
-        except ValueError:
+            body = json.loads(text)
+        except (ValueError, RecursionError):
             body = None
-    return Response(status=raw.status_code, headers=raw.headers, body=body, text=text)
+    return Response(status=answer.status, headers=answer.headers, body=body, text=text)

@@ -1,0 +1,255 @@
+"""A hostile HTTP endpoint: what a half-broken BMC, a wedged MAAS or a stray web server does.
+
+racksmith talks to hundreds of endpoints it does not control, with a password that opens all
+of them. Every client (Redfish, MAAS, the inventory plugins, the CLIs) is tested against this
+server, so that each promise in ``docs/security.md`` (deadlines hold, reads are capped, errors
+are typed and redacted) is proven against a real socket, not a mocked transport.
+
+It speaks raw HTTP/1.1 over a plain TCP socket so it can misbehave at any byte: hold a
+connection without answering, trickle the status line and headers, trickle the body, reset
+mid-body, send far more than any sane answer, or answer with the wrong thing entirely.
+
+Modes (:class:`Mode`):
+
+========== ===================================================================================
+silent     accept, read the request, never answer (until the server stops)
+trickle_headers  status line and then one header byte per ``interval``
+trickle_body     headers announcing a body, then one body byte per ``interval``
+reset      headers and half the announced body, then a TCP reset
+huge       200 with ``huge_bytes`` of JSON-looking bytes and no Content-Length
+wrong_shape  200, valid JSON of a shape no client expects (``body`` overrides it)
+html       200 with an HTML page (a captive portal, a login page, the wrong port)
+error500   500 with an HTML body
+echo       ``status`` (401 by default) whose JSON body echoes the whole request back,
+           headers and body, the way some BMCs put the request into their error message
+========== ===================================================================================
+
+Use as a context manager: ``with HostileServer("trickle_body") as srv: srv.url``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+
+MODES = (
+    "silent",
+    "trickle_headers",
+    "trickle_body",
+    "reset",
+    "huge",
+    "wrong_shape",
+    "html",
+    "error500",
+    "echo",
+)
+
+_HEAD_LIMIT = 1 << 20
+WRONG_SHAPE = json.dumps(["not", "what", {"you": "expected"}]).encode()
+HTML = b"<!DOCTYPE html><html><head><title>Login</title></head><body>Sign in</body></html>\n"
+
+
+@dataclass
+class Seen:
+    """One request as the server received it (the tests check what was sent, e.g. no secret
+    went to a host it should not have)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class HostileServer:
+    """A threaded loopback server behaving as ``mode``; ``port=0`` picks a free port."""
+
+    mode: str
+    interval: float = 0.2  # seconds between trickled bytes
+    trickle_bytes: int = 10_000  # how many bytes a trickle lasts at most
+    huge_bytes: int = 64 << 20
+    status: int = 401  # for ``echo``
+    body: bytes | None = None  # overrides the body of wrong_shape / html / error500
+    host: str = "127.0.0.1"
+    port: int = 0
+    seen: list[Seen] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> HostileServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(64)
+        sock.settimeout(0.1)
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        thread = threading.Thread(target=self._accept, name=f"hostile-{self.mode}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in list(self._threads):
+            thread.join(timeout=2)
+        if self._sock is not None:
+            self._sock.close()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    # -- serving -----------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        assert self._sock is not None
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(5)
+            request = self._read_request(conn)
+            if request is None:
+                return
+            with self._lock:
+                self.seen.append(request)
+            getattr(self, f"_do_{self.mode}")(conn, request)
+        except OSError:
+            pass  # the client gave up: that is what these modes are for
+        finally:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _read_request(self, conn: socket.socket) -> Seen | None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk or len(data) > _HEAD_LIMIT:
+                return None
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, path = [*lines[0].split(" "), "", ""][:2]
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length") or 0)
+        while len(body) < min(length, _HEAD_LIMIT):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return Seen(method, path, headers, body)
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep; False when the server is stopping."""
+        return not self._stop.wait(seconds)
+
+    @staticmethod
+    def _head(status: int, reason: str, headers: dict[str, str]) -> bytes:
+        lines = [f"HTTP/1.1 {status} {reason}"] + [f"{k}: {v}" for k, v in headers.items()]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+    def _answer(self, conn: socket.socket, status: int, reason: str, ctype: str, body: bytes):
+        headers = {"Content-Type": ctype, "Content-Length": str(len(body)), "Connection": "close"}
+        conn.sendall(self._head(status, reason, headers) + body)
+
+    def _do_silent(self, conn: socket.socket, request: Seen) -> None:
+        while self._wait(0.05):
+            pass
+
+    def _do_trickle_headers(self, conn: socket.socket, request: Seen) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        header = b"X-Slow: " + b"a" * self.trickle_bytes
+        for byte in header:
+            if not self._wait(self.interval):
+                return
+            conn.sendall(bytes([byte]))
+
+    def _do_trickle_body(self, conn: socket.socket, request: Seen) -> None:
+        body = b'{"Id": "' + b"x" * self.trickle_bytes + b'"}'
+        conn.sendall(
+            self._head(
+                200,
+                "OK",
+                {"Content-Type": "application/json", "Content-Length": str(len(body))},
+            )
+        )
+        for byte in body:
+            if not self._wait(self.interval):
+                return
+            conn.sendall(bytes([byte]))
+
+    def _do_reset(self, conn: socket.socket, request: Seen) -> None:
+        body = b'{"Members": [' + b'{"@odata.id": "/x"},' * 100
+        conn.sendall(
+            self._head(
+                200,
+                "OK",
+                {"Content-Type": "application/json", "Content-Length": str(2 * len(body))},
+            )
+            + body
+        )
+        time.sleep(0.05)
+        # SO_LINGER with a zero timeout: close() sends RST instead of FIN.
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def _do_huge(self, conn: socket.socket, request: Seen) -> None:
+        conn.sendall(self._head(200, "OK", {"Content-Type": "application/json"}))
+        chunk = b'{"padding": "' + b"x" * 65000 + b'"},\n'
+        sent = 0
+        conn.sendall(b"[")
+        while sent < self.huge_bytes and not self._stop.is_set():
+            conn.sendall(chunk)
+            sent += len(chunk)
+
+    def _do_wrong_shape(self, conn: socket.socket, request: Seen) -> None:
+        self._answer(conn, 200, "OK", "application/json", self.body or WRONG_SHAPE)
+
+    def _do_html(self, conn: socket.socket, request: Seen) -> None:
+        self._answer(conn, 200, "OK", "text/html", self.body or HTML)
+
+    def _do_error500(self, conn: socket.socket, request: Seen) -> None:
+        body = self.body or b"<html><body><h1>500 Internal Server Error</h1></body></html>"
+        self._answer(conn, 500, "Internal Server Error", "text/html", body)
+
+    def _do_echo(self, conn: socket.socket, request: Seen) -> None:
+        echoed = "\n".join(
+            [f"{request.method} {request.path}"]
+            + [f"{k}: {v}" for k, v in request.headers.items()]
+            + ["", request.body.decode("utf-8", errors="replace")]
+        )
+        body = json.dumps(
+            {"error": {"message": f"rejected request: {echoed}", "code": "Base.1.0.Error"}}
+        ).encode()
+        self._answer(conn, self.status, "Echo", "application/json", body)
