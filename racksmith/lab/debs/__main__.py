@@ -1,0 +1,5 @@
+import sys
+
+from racksmith.lab.debs.serve import main
+
+sys.exit(main())

@@ -1,0 +1,143 @@
+"""The LAB STAND-IN apt repository: real .debs, a signed index apt accepts, programs that mark
+every line they print, and the daemon.json edit nvidia-ctk makes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from racksmith.lab.debs import build, packages
+from racksmith.lab.debs.payload import dcgm, fabricmanager, nvidia_ctk
+
+PAYLOAD = Path(packages.__file__).parent / "payload"
+pytestmark = pytest.mark.skipif(
+    shutil.which("dpkg-deb") is None or shutil.which("gpg") is None,
+    reason="needs dpkg-deb and gpg (scripts/setup.sh installs them)",
+)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> build.LabRepo:
+    return build.ensure_built(cache=tmp_path_factory.mktemp("cache"))
+
+
+def test_every_package_is_a_real_deb_named_and_versioned_like_nvidias(repo):
+    names = {Path(d).name for d in repo.debs}
+    assert names == {
+        "racksmith-lab-standin-common_1.0_amd64.deb",
+        "nvidia-container-toolkit-base_1.17.8-1_amd64.deb",
+        "nvidia-container-toolkit_1.17.8-1_amd64.deb",
+        "datacenter-gpu-manager_3.3.9_amd64.deb",
+        "dcgm-exporter_3.3.9-3.6.1_amd64.deb",
+        "nvidia-fabricmanager-535_535.216.03-1_amd64.deb",
+    }
+    for deb in repo.debs:
+        info = subprocess.run(["dpkg-deb", "--info", str(repo.root / deb)],
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+        assert "Description: LAB STAND-IN: " in info
+    listing = subprocess.run(
+        ["dpkg-deb", "--contents", str(repo.root / packages.CUDA_REPO /
+                                       "datacenter-gpu-manager_3.3.9_amd64.deb")],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "./usr/bin/nv-hostengine" in listing
+    assert "./lib/systemd/system/nvidia-dcgm.service" in listing
+    assert "root/root" in listing
+
+
+def test_index_lists_each_deb_with_its_checksum_and_release_is_signed(repo, tmp_path):
+    import hashlib
+
+    cuda = repo.root / packages.CUDA_REPO
+    index = (cuda / "Packages").read_text()
+    deb = cuda / "dcgm-exporter_3.3.9-3.6.1_amd64.deb"
+    assert f"SHA256: {hashlib.sha256(deb.read_bytes()).hexdigest()}" in index
+    assert "Filename: ./dcgm-exporter_3.3.9-3.6.1_amd64.deb" in index
+    release = (cuda / "Release").read_text()
+    assert hashlib.sha256((cuda / "Packages.gz").read_bytes()).hexdigest() in release
+    # apt checks InRelease with gpgv against the keyring it is given (signed-by)
+    keyring = tmp_path / "lab.gpg"
+    subprocess.run(["gpg", "--batch", "--dearmor", "-o", str(keyring), str(cuda / build.KEY_NAME)],
+                   check=True)  # fmt: skip
+    ok = subprocess.run(["gpgv", "--keyring", str(keyring), str(cuda / "InRelease")],
+                        capture_output=True, check=False)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    tampered = tmp_path / "InRelease"
+    tampered.write_text((cuda / "InRelease").read_text().replace("amd64", "arm64", 1))
+    bad = subprocess.run(["gpgv", "--keyring", str(keyring), str(tampered)],
+                         capture_output=True, check=False)  # fmt: skip
+    assert bad.returncode != 0
+
+
+def test_build_is_cached_by_content_and_a_change_makes_a_new_one(repo):
+    again = build.ensure_built(cache=repo.root.parent)
+    assert again.root == repo.root
+    changed = packages.all_packages()
+    changed[0] = packages.Package(**{**vars(changed[0]), "version": "1.17.9-1"})
+    assert build.digest(changed) != repo.digest
+
+
+def test_nvidia_ctk_adds_the_runtime_and_keeps_other_settings(tmp_path):
+    config = tmp_path / "daemon.json"
+    config.write_text(json.dumps({"log-driver": "json-file", "runtimes": {"crun": {"path": "c"}}}))
+    assert nvidia_ctk.main(["runtime", "configure", "--runtime=docker",
+                            f"--config={config}"]) == 0  # fmt: skip
+    data = json.loads(config.read_text())
+    assert data["runtimes"]["nvidia"] == {"args": [], "path": "nvidia-container-runtime"}
+    assert data["runtimes"]["crun"] == {"path": "c"}
+    assert data["log-driver"] == "json-file"
+    assert "default-runtime" not in data
+    nvidia_ctk.main(["runtime", "configure", f"--config={config}", "--set-as-default"])
+    assert json.loads(config.read_text())["default-runtime"] == "nvidia"
+
+
+def test_dcgm_exporter_collectors_are_parsed_and_bad_lines_named():
+    fields = dcgm.parse_collectors("# c\nDCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n",
+                                   "f.csv")  # fmt: skip
+    text = dcgm.render_metrics(fields, "hello")
+    assert "# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C). (LAB STAND-IN: no GPU)" in text
+    assert "# TYPE DCGM_FI_DEV_GPU_TEMP gauge" in text
+    with pytest.raises(dcgm.CollectorsError, match=r"f\.csv:2: type 'gaug'"):
+        dcgm.parse_collectors("DCGM_FI_A, gauge, a\nDCGM_FI_B, gaug, b\n", "f.csv")
+    with pytest.raises(dcgm.CollectorsError, match=r"f\.csv: no fields"):
+        dcgm.parse_collectors("# nothing\n", "f.csv")
+
+
+def test_fabric_manager_finds_nvswitches_by_pci_class(tmp_path):
+    for name, vendor, klass in (("0000:05:00.0", "0x10de", "0x068000"),
+                                ("0000:18:00.0", "0x10de", "0x030200"),
+                                ("0000:20:00.0", "0x8086", "0x068000")):  # fmt: skip
+        dev = tmp_path / name
+        dev.mkdir()
+        (dev / "vendor").write_text(vendor + "\n")
+        (dev / "class").write_text(klass + "\n")
+    assert fabricmanager.nvswitches(tmp_path) == ["0000:05:00.0"]
+
+
+@pytest.mark.parametrize(
+    ("program", "args"),
+    [
+        ("nvidia_ctk.py", ["--version"]),
+        ("nvidia_ctk.py", ["cdi", "generate"]),
+        ("dcgm.py:dcgmi", ["-v"]),
+        ("dcgm.py:dcgmi", ["discovery", "-l", "--host", "127.0.0.1:1"]),
+        ("dcgm.py:dcgm-exporter", ["-f", "/nonexistent.csv"]),
+        ("fabricmanager.py", ["--version"]),
+        ("fabricmanager.py", ["-c", "/dev/null", "--sysfs-pci", "/nonexistent"]),
+    ],
+)
+def test_every_line_the_programs_print_says_lab_standin(tmp_path, program, args):
+    script, _, name = program.partition(":")
+    exe = tmp_path / (name or script)
+    exe.write_bytes((PAYLOAD / script).read_bytes())
+    exe.chmod(0o755)
+    done = subprocess.run([sys.executable, str(exe), *args], capture_output=True, text=True,
+                          timeout=20, check=False)  # fmt: skip
+    lines = (done.stdout + done.stderr).splitlines()
+    assert lines, "the program printed nothing"
+    assert all(line.startswith("LAB STAND-IN") for line in lines), lines

@@ -1,0 +1,244 @@
+"""The ZFS disk decision (racksmith.disks.plan, filter racksmith.core.zfs_disk_plan) on the
+lsblk and /dev/disk/by-id data of a Dell XE9680: OS on a BOSS-N1 RAID1 virtual disk, eight
+3.84 TB data NVMe, and the iDRAC's virtual CD and floppy on USB."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import random
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from racksmith import disks
+from racksmith.disks import DiskPlanError, parse_by_id, parse_zpool_import, plan
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LSBLK = json.loads((FIXTURES / "xe9680-lsblk.json").read_text())
+BY_ID_TEXT = (FIXTURES / "xe9680-by-id.txt").read_text()
+BY_ID = parse_by_id(BY_ID_TEXT)
+NVME = [f"/dev/disk/by-id/nvme-Dell_Ent_NVMe_CM6_RI_3.84TB_Y0R0A0{i}1TBGJ" for i in range(8)]
+ZPOOL_IMPORT = """\
+   pool: data
+     id: 15301263395816411735
+  state: ONLINE
+ action: The pool can be imported using its name or numeric identifier.
+ config:
+
+        data                                             ONLINE
+          raidz2-0                                       ONLINE
+            nvme-Dell_Ent_NVMe_CM6_RI_3.84TB_Y0R0A001TBGJ  ONLINE
+"""
+
+
+def lsblk_with(**changes: dict) -> dict:
+    """The fixture with fields of some disks changed (kname -> fields)."""
+    data = copy.deepcopy(LSBLK)
+    for dev in data["blockdevices"]:
+        dev.update(changes.get(dev["kname"], {}))
+    return data
+
+
+def test_blank_data_disks_make_a_raidz2_of_every_nvme_by_id():
+    result = plan(
+        LSBLK,
+        BY_ID,
+        pool="data",
+        pool_options={"ashift": "12"},
+        fs_options={"compression": "lz4", "atime": "off"},
+        mountpoint="/data",
+    )
+    assert result.action == "create"
+    assert [d.by_id for d in result.disks] == NVME
+    assert result.shell == [
+        "zpool create -o ashift=12 -O atime=off -O compression=lz4 -m /data data raidz2 "
+        + " ".join(NVME)
+    ]
+    # the OS disk, the virtual media: skipped with their reasons, never candidates
+    assert {s.kname: s.reason for s in result.skipped} == {
+        "sda": "the OS disk (mounted: /, /boot, /boot/efi)",
+        "sdb": "removable or read-only",
+    }
+
+
+def test_kernel_name_order_does_not_change_the_pool():
+    shuffled = copy.deepcopy(LSBLK)
+    random.Random(7).shuffle(shuffled["blockdevices"])
+    # lsblk's order (kernel probe order) changes between boots; the pool must not
+    a = plan(shuffled, BY_ID, pool="data")
+    assert a.commands == plan(LSBLK, BY_ID, pool="data").commands
+
+
+def test_os_disk_found_by_its_mounts_wherever_it_is():
+    os_on_nvme = lsblk_with(
+        sda={"mountpoints": [None], "pttype": None, "children": []},
+        nvme3n1={"pttype": "gpt", "children": [
+            {"kname": "nvme3n1p1", "type": "part", "mountpoints": ["/boot/efi"], "fstype": "vfat"},
+            {"kname": "nvme3n1p2", "type": "part", "mountpoints": ["/"], "fstype": "ext4"},
+        ]},
+    )  # fmt: skip
+    result = plan(os_on_nvme, BY_ID, pool="data")
+    assert result.action == "create"
+    assert "/dev/disk/by-id/ata-DELLBOSS_VD_b6b2c3a1e7f40010" in [d.by_id for d in result.disks]
+    assert NVME[3] not in [d.by_id for d in result.disks]
+    assert ("nvme3n1", "the OS disk (mounted: /, /boot/efi)") in [
+        (s.kname, s.reason) for s in result.skipped
+    ]
+
+
+def test_disk_with_a_partition_table_is_refused_naming_it():
+    leftover = lsblk_with(
+        nvme5n1={
+            "pttype": "gpt",
+            "children": [
+                {"kname": "nvme5n1p1", "type": "part", "fstype": "ext4", "mountpoints": [None]}
+            ],
+        }
+    )
+    result = plan(leftover, BY_ID, pool="data")
+    assert result.action == "refuse"
+    assert result.commands == ()
+    assert [(r.disk, r.reason) for r in result.refused] == [
+        (NVME[5], "has a gpt partition table (1 partitions); name it in zfs_pool_wipe to reuse it")
+    ]
+    assert NVME[5] in result.message
+
+
+def test_wipe_list_allows_that_disk_and_wipes_it_first():
+    leftover = lsblk_with(nvme5n1={"pttype": "gpt"})
+    name = NVME[5].rsplit("/", 1)[1]
+    result = plan(leftover, BY_ID, pool="data", wipe=[name])
+    assert result.action == "create"
+    assert result.shell[0] == f"wipefs --all --force {NVME[5]}"
+    assert result.shell[1].startswith("zpool create data raidz2 ")
+    assert [d.by_id for d in result.wipe] == [NVME[5]]
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"fstype": "xfs"}, "carries a xfs filesystem signature"),
+        ({"fstype": "zfs_member", "label": "scratch"}, "carries the label of ZFS pool 'scratch'"),
+        ({"fstype": "linux_raid_member"}, "carries a linux_raid_member filesystem signature"),
+    ],
+)
+def test_filesystems_and_foreign_pool_labels_are_refused(fields, reason):
+    result = plan(lsblk_with(nvme2n1=fields), BY_ID, pool="data")
+    assert result.action == "refuse"
+    assert result.refused[0].disk == NVME[2]
+    assert result.refused[0].reason.startswith(reason)
+
+
+def test_a_wiped_zfs_member_gets_its_labels_cleared_too():
+    result = plan(lsblk_with(nvme2n1={"fstype": "zfs_member", "label": "old"}), BY_ID,
+                  pool="data", wipe=[NVME[2]])  # fmt: skip
+    assert result.shell[:2] == [f"zpool labelclear -f {NVME[2]}", f"wipefs --all --force {NVME[2]}"]
+
+
+def test_existing_pool_is_imported_not_created():
+    labelled = lsblk_with(**{f"nvme{i}n1": {"fstype": "zfs_member", "label": "data"}
+                             for i in range(8)})  # fmt: skip
+    result = plan(labelled, BY_ID, pool="data", importable=parse_zpool_import(ZPOOL_IMPORT))
+    assert result.action == "import"
+    assert result.shell == ["zpool import -d /dev/disk/by-id data"]
+
+
+def test_imported_pool_is_left_alone():
+    result = plan(LSBLK, BY_ID, pool="data", imported=["rpool", "data"])
+    assert (result.action, result.commands) == ("exists", ())
+
+
+def test_the_os_disk_is_never_wiped_even_when_listed():
+    result = plan(LSBLK, BY_ID, pool="data", wipe=["ata-DELLBOSS_VD_b6b2c3a1e7f40010"])
+    assert result.action == "refuse"
+    assert result.refused[0].reason == "is the OS disk: never wiped"
+
+
+def test_a_wipe_entry_that_is_not_on_the_host_is_refused():
+    result = plan(LSBLK, BY_ID, pool="data", wipe=["nvme-Other_Disk_XYZ"])
+    assert result.action == "refuse"
+    assert result.refused[0].reason == "is in the wipe list but not on this host"
+
+
+def test_a_disk_without_a_by_id_name_is_refused():
+    links = {k: v for k, v in BY_ID.items() if k != "nvme7n1"}
+    result = plan(LSBLK, links, pool="data")
+    assert result.action == "refuse"
+    assert result.refused[0].disk == "nvme7n1"
+    assert "kernel names" in result.refused[0].reason
+
+
+def test_expected_disk_count_catches_a_missing_nvme():
+    missing = copy.deepcopy(LSBLK)
+    missing["blockdevices"] = [d for d in missing["blockdevices"] if d["kname"] != "nvme4n1"]
+    result = plan(missing, BY_ID, pool="data", expected_disks=8)
+    assert result.action == "refuse"
+    assert "found 7 data disks, the site expects 8" in result.message
+    assert plan(LSBLK, BY_ID, pool="data", expected_disks=8).action == "create"
+
+
+def test_too_few_disks_for_the_level():
+    two = copy.deepcopy(LSBLK)
+    two["blockdevices"] = [d for d in two["blockdevices"] if d["kname"] in ("sda", "nvme0n1")]
+    assert "raidz2 needs at least 4 disks, found 1" in plan(two, BY_ID, pool="d").message
+    assert plan(two, BY_ID, pool="d", level="stripe").shell == [f"zpool create d {NVME[0]}"]
+
+
+def test_excluded_disks_are_skipped():
+    result = plan(LSBLK, BY_ID, pool="data", exclude=[NVME[0]])
+    assert NVME[0] not in [d.by_id for d in result.disks]
+    assert ("nvme0n1", "excluded by the site (zfs_pool_exclude)") in [
+        (s.kname, s.reason) for s in result.skipped
+    ]
+
+
+def test_by_id_prefers_model_and_serial_over_opaque_names():
+    assert BY_ID["nvme0n1"][0].startswith("nvme-Dell")
+    assert disks.preferred_by_id(["nvme-eui.36344730", "nvme-Dell_X_S1_1", "nvme-Dell_X_S1"]) == (
+        "nvme-Dell_X_S1"
+    )
+    assert disks.preferred_by_id(["wwn-0x5000c5", "ata-DELLBOSS_VD_b6"]) == "ata-DELLBOSS_VD_b6"
+
+
+def test_partition_links_are_not_disks():
+    assert "sda1" not in BY_ID
+    assert BY_ID["sda"] == ["ata-DELLBOSS_VD_b6b2c3a1e7f40010", "wwn-0x5000c500a1b2c3d4"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pool": "1data"}, "not a valid ZFS pool name"),
+        ({"pool": "data", "level": "raid5"}, "level 'raid5' is not one of"),
+    ],
+)
+def test_bad_arguments_name_the_input(kwargs, message):
+    with pytest.raises(DiskPlanError, match=message):
+        plan(LSBLK, BY_ID, **kwargs)
+
+
+def test_bad_host_outputs_fail_closed():
+    with pytest.raises(DiskPlanError, match="no 'blockdevices' list"):
+        plan({"devices": []}, BY_ID, pool="data")
+    with pytest.raises(DiskPlanError, match="line 2: expected 'name target'"):
+        parse_by_id("a ../../sda\nbroken\n")
+
+
+def test_filter_takes_the_raw_outputs_the_role_registers():
+    path = Path(__file__).resolve().parents[3] / "plugins" / "filter" / "disks.py"
+    spec = importlib.util.spec_from_file_location("racksmith_disk_filters", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    zfs_disk_plan = module.FilterModule().filters()["zfs_disk_plan"]
+    result = zfs_disk_plan(json.dumps(LSBLK), BY_ID_TEXT, "data", level="raidz1",
+                           importable="no pools available to import\n", imported="")  # fmt: skip
+    assert result["action"] == "create"
+    assert result["disks"] == NVME
+    assert result["commands"][-1][:4] == ["zpool", "create", "data", "raidz1"]
+    with pytest.raises(AnsibleFilterError, match=r"zfs_disk_plan: .*not a valid ZFS pool name"):
+        zfs_disk_plan(json.dumps(LSBLK), BY_ID_TEXT, "-x")
+    with pytest.raises(AnsibleFilterError, match="zfs_disk_plan: "):
+        zfs_disk_plan("lsblk: command not found", BY_ID_TEXT, "data")
