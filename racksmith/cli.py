@@ -30,7 +30,6 @@ _AREAS: tuple[tuple[str, str, str], ...] = (
     ("triage", "racksmith.triage.cli", "name the cause of each failed host and write tickets"),
     ("golden", "racksmith.triage.golden_cli", "rank the golden set and pick hosts for a job"),
     ("bisect", "racksmith.triage.bisect_cli", "find the bad hosts of a failing multi-node job"),
-    ("run", "racksmith.run.cli", "run site.yml through ansible-runner with live progress"),
 )
 
 _EPILOG = """examples:
@@ -46,7 +45,8 @@ def _area_names() -> list[str]:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser, or one with just area ``only`` imported (what ``main`` uses)."""
+    """The parser with area ``only``'s commands imported; the other areas are names only
+    (enough for ``racksmith --help`` and for argparse to reject an unknown area)."""
     parser = argparse.ArgumentParser(
         prog="racksmith",
         description=__doc__.splitlines()[0],
@@ -57,13 +57,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     groups = parser.add_subparsers(dest="area", metavar="AREA", required=True)
     for name, module_name, help_text in _AREAS:
         area = groups.add_parser(name, help=help_text, description=help_text)
-        if only is not None and name != only:
+        if name != only:
             continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if only is None:
-                continue  # listing every area: one missing optional area must not hide the rest
             raise UsageError(_missing_module_message(name, exc)) from exc
         if hasattr(module, "register"):
             module.register(area.add_subparsers(dest="command", metavar="COMMAND", required=True))

@@ -10,6 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 
+# The lab's own dependencies (the `lab` extra), imported first so that a controller without
+# them gets one clear message from racksmith.cli (exit 2), never a traceback mid-command.
+import cryptography  # noqa: F401
+import sushy_tools  # noqa: F401
+
 _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("up", "racksmith.lab.rack", "build (or reuse) and start the whole simulated rack"),
     ("down", "racksmith.lab.rack", "stop everything the lab started, by recorded PID"),
