@@ -3,7 +3,9 @@
 A thin adapter over :mod:`racksmith.report`. It gives each run a results directory
 (``runs/<timestamp>-<pid>/`` unless ``RACKSMITH_RUN_DIR`` is set) and exports
 ``RACKSMITH_RUN_DIR`` so that playbooks and modules write their results (golden set, tickets,
-logs) into the same place. At the end it prints the table and writes report.json/report.txt.
+logs) into the same place. At the end it triages the failed hosts and writes their tickets,
+report.json/.txt/.html/.prom (racksmith.report.publish), prints the table, and adds the run
+to the health history beside the run directories (racksmith.triage.history).
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from pathlib import Path
 from ansible.plugins.callback import CallbackBase
 
 from racksmith.report import PHASES, RunReport
+from racksmith.report.model import HOST_VARS
+from racksmith.report.publish import attach_golden_set, publish
+from racksmith.triage import history
 
 DOCUMENTATION = """
     name: racksmith_report
@@ -22,18 +27,13 @@ DOCUMENTATION = """
     short_description: per-host, per-phase rack report written to the run's own directory
     description:
       - Creates runs/<timestamp>-<pid>/ (or uses RACKSMITH_RUN_DIR), exports RACKSMITH_RUN_DIR,
-        and at the end prints and saves what each phase did to each host.
+        and at the end prints and saves what each phase did to each host, with a triaged
+        cause and a ticket for each failed host (JSON, text, HTML, Prometheus textfile).
+      - Appends the run to the health history (runs/history.jsonl beside the run directory).
     requirements:
       - the racksmith Python package
 """
 
-_HOST_FACTS = (
-    "racksmith_quarantine_reason",
-    "racksmith_failed_phase",
-    "racksmith_failure_reason",
-    "racksmith_health_verdict",
-    "racksmith_health_reasons",
-)
 _RUNS_ROOT = Path(__file__).resolve().parents[2] / "runs"
 
 
@@ -96,15 +96,24 @@ class CallbackModule(CallbackBase):
         report = self._report
         report.finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         run_dir = Path(report.run_dir)
-        text = report.render_text()
         try:
-            (run_dir / "report.json").write_text(report.to_json() + "\n")
-            (run_dir / "report.txt").write_text(text + "\n")
-        except OSError as exc:
+            attach_golden_set(report, run_dir)
+        except ValueError as exc:
+            self._display.warning(f"racksmith: golden set not used: {exc}")
+        try:
+            published = publish(report, run_dir)
+            text = published.text
+        except (OSError, ValueError) as exc:
+            text = report.render_text()
             self._display.warning(f"racksmith: cannot write the report to {run_dir}: {exc}")
         self._display.banner("RACKSMITH REPORT")
         self._display.display(text)
-        self._display.display(f"report: {run_dir / 'report.txt'}")
+        self._display.display(f"report: {run_dir / 'report.txt'} (HTML: report.html)")
+        try:
+            path = history.default_path(run_dir)
+            history.append(path, history.record_of(report.to_dict()))
+        except (OSError, ValueError) as exc:
+            self._display.warning(f"racksmith: run not added to the health history: {exc}")
 
     def _annotate_hosts(self) -> None:
         """Read the racksmith_* facts phases left on each host; never break the run for it."""
@@ -117,6 +126,6 @@ class CallbackModule(CallbackBase):
                 if host.name not in self._report.hosts:
                     continue
                 hostvars = vm.get_vars(host=host, include_hostvars=False)
-                self._report.annotate(host.name, {k: hostvars.get(k) for k in _HOST_FACTS})
+                self._report.annotate(host.name, {k: hostvars.get(k) for k in HOST_VARS})
         except Exception as exc:
             self._display.warning(f"racksmith: could not read host facts for the report: {exc}")

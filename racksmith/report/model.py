@@ -7,10 +7,14 @@ and host variables into :meth:`RunReport.annotate`.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from racksmith.health.golden import FIT
 from racksmith.secrets import redact
+
+SCHEMA = "racksmith.run-report/v2"
 
 PHASES = ("preflight", "discover", "enlist", "deploy", "configure", "validate", "reprovision")
 
@@ -18,6 +22,54 @@ PHASES = ("preflight", "discover", "enlist", "deploy", "configure", "validate", 
 STATUSES = ("unreachable", "failed", "changed", "ok", "skipped")
 
 CONTROLLER = "localhost"
+
+#: Redfish host variables the report keeps (identity and what a ticket needs), unprefixed.
+_REDFISH_KEYS = (
+    "bmc", "service_tag", "serial", "model", "bmc_firmware", "bios_version", "power_state",
+    "health", "pxe_mac", "error_kind",
+)
+#: Registered results of the MAAS phases that carry a ``triage`` on failure.
+MAAS_RESULTS = ("racksmith_maas_enlist", "racksmith_maas_deploy")
+#: Every host variable the report reads (the callback fetches exactly these).
+HOST_VARS = (
+    "racksmith_quarantine_reason",
+    "racksmith_failed_phase",
+    "racksmith_failure_reason",
+    "racksmith_health_verdict",
+    "racksmith_health_reasons",
+    *(f"redfish_{k}" for k in _REDFISH_KEYS),
+    "redfish_gpus",
+    "redfish_nics",
+    *MAAS_RESULTS,
+)
+
+
+def redfish_facts(hostvars: Mapping[str, Any]) -> dict[str, Any]:
+    """The Redfish facts worth keeping in a report: scalars redacted, lists as counts."""
+    out: dict[str, Any] = {}
+    for key in _REDFISH_KEYS:
+        value = hostvars.get(f"redfish_{key}")
+        if value not in (None, ""):
+            out[key] = redact(str(value))
+    for key, name in (("redfish_gpus", "gpu_count"), ("redfish_nics", "nic_count")):
+        if isinstance(hostvars.get(key), list):
+            out[name] = len(hostvars[key])
+    return out
+
+
+def maas_triage(hostvars: Mapping[str, Any]) -> dict[str, Any]:
+    """MAAS's triage of the host's failed enlist/deploy step, if a phase registered one."""
+    for key in MAAS_RESULTS:
+        result = hostvars.get(key)
+        triage = result.get("triage") if isinstance(result, Mapping) else None
+        if isinstance(triage, Mapping):
+            return {
+                "cause": redact(str(triage.get("cause") or "")),
+                "status": str(triage.get("status_name") or ""),
+                "events": [redact(str(e)) for e in (triage.get("events") or [])[:10]],
+                "log_tail": [redact(str(e)) for e in (triage.get("log_tail") or [])[-10:]],
+            }
+    return {}
 
 
 @dataclass
@@ -40,6 +92,19 @@ class PhaseOutcome:
 
 
 @dataclass
+class Triaged:
+    """The cause triage named for a host that did not end GOLDEN, and its ticket."""
+
+    cause: str
+    title: str
+    action: str
+    ticket: str | None = None  # Markdown ticket, relative to the run directory
+
+
+_OUTCOME_KEYS = tuple(f.name for f in fields(PhaseOutcome))
+
+
+@dataclass
 class HostRecord:
     name: str
     phases: dict[str, PhaseOutcome] = field(default_factory=dict)
@@ -48,10 +113,22 @@ class HostRecord:
     failure_reason: str | None = None
     health_verdict: str | None = None
     health_reasons: list[str] = field(default_factory=list)
+    #: The host's golden-set entry (golden-set.json), when validate wrote one for it.
+    golden: dict[str, Any] | None = None
+    #: What the BMC said (Redfish facts without the ``redfish_`` prefix, counts for lists).
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: MAAS's triage of a failed enlist or deploy (cause, events, log tail).
+    maas: dict[str, Any] = field(default_factory=dict)
+    triage: Triaged | None = None
 
     @property
     def result(self) -> str:
-        """Where the host ended up, the one word an operator scans for."""
+        """Where the host ended up, the one word an operator scans for.
+
+        Fit is never decided here: the golden-set entry (or, without one, the health verdict
+        the ``health_fit`` filter recorded) carries the verdict of
+        :func:`racksmith.health.golden.judge`, so this column and ``golden-set.json`` agree.
+        """
         if self.quarantine_reason:
             return "QUARANTINED"
         if self.failed_phase or self.failure_reason:
@@ -59,10 +136,11 @@ class HostRecord:
         for phase, outcome in self.phases.items():
             if outcome.failed or outcome.unreachable:
                 return f"FAILED:{phase}"
-        if self.health_verdict == "FIT":
+        verdict = self.golden.get("verdict") if self.golden else self.health_verdict
+        if verdict == FIT:
             return "GOLDEN"
-        if self.health_verdict:
-            return self.health_verdict.replace(" ", "_")
+        if verdict:
+            return str(verdict).replace(" ", "_")
         return "INCOMPLETE"
 
     def cell(self, phase: str) -> str:
@@ -94,6 +172,9 @@ class HostRecord:
                 add(phase, outcome.reason)
         for reason in self.health_reasons:
             add("health", reason)
+        for reason in (self.golden or {}).get("reasons") or []:
+            if not str(reason).startswith("failed before validation:"):
+                add("health", str(reason))
         return out
 
 
@@ -132,6 +213,46 @@ class RunReport:
         reasons = hostvars.get("racksmith_health_reasons") or []
         if isinstance(reasons, list):
             rec.health_reasons = [redact(str(r)) for r in reasons]
+        rec.facts = redfish_facts(hostvars) or rec.facts
+        rec.maas = maas_triage(hostvars) or rec.maas
+
+    def attach_golden(self, golden: Mapping[str, Any]) -> None:
+        """Take each host's entry of a golden set (golden-set.json) as its fit verdict."""
+        for name, entry in (golden.get("hosts") or {}).items():
+            if isinstance(entry, Mapping):
+                self.host(name).golden = {
+                    "verdict": entry.get("verdict"),
+                    "reasons": [redact(str(r)) for r in entry.get("reasons") or []],
+                    "load": entry.get("load"),
+                    "standin": entry.get("standin"),
+                }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunReport:
+        """Rebuild a report from its ``report.json`` (derived keys are recomputed, not read)."""
+        try:
+            report = cls(
+                run_id=str(data["run_id"]),
+                run_dir=str(data.get("run_dir") or ""),
+                started=str(data.get("started") or ""),
+                finished=data.get("finished"),
+            )
+            for name, host in (data.get("hosts") or {}).items():
+                rec = report.host(name)
+                for phase, outcome in (host.get("phases") or {}).items():
+                    rec.phases[phase] = PhaseOutcome(
+                        **{k: outcome[k] for k in _OUTCOME_KEYS if k in outcome}
+                    )
+                for key in ("quarantine_reason", "failed_phase", "failure_reason",
+                            "health_verdict"):
+                    setattr(rec, key, host.get(key))
+                rec.health_reasons = list(host.get("health_reasons") or [])
+                rec.golden = host.get("golden")
+                rec.facts = dict(host.get("facts") or {})
+                rec.maas = dict(host.get("maas") or {})
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a racksmith run report: {exc!r}") from exc
+        return report
 
     # -- rendering -------------------------------------------------------------------------
 
@@ -141,6 +262,8 @@ class RunReport:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["schema"] = SCHEMA
+        data["golden"] = self.golden_hosts()
         for name, rec in self.hosts.items():
             data["hosts"][name]["result"] = rec.result
             data["hosts"][name]["reasons"] = rec.reasons
@@ -158,21 +281,29 @@ class RunReport:
             counts[rec.result] = counts.get(rec.result, 0) + 1
         return dict(sorted(counts.items()))
 
+    def golden_hosts(self) -> list[str]:
+        return [rec.name for rec in self.machines() if rec.result == "GOLDEN"]
+
     def machines(self) -> list[HostRecord]:
         """Host records other than the controller, sorted by name."""
         return [self.hosts[n] for n in sorted(self.hosts) if n != CONTROLLER]
 
     def render_text(self) -> str:
-        """A fixed-width table: one row per host, one column per phase, then the reasons."""
+        """A fixed-width table: one row per host, one column per phase, then the reasons.
+
+        Once triage has run, a ``cause`` column names each failed host's cause and the lines
+        below the table say its action and where its ticket is."""
         phases = self.phases_seen()
-        rows = [["host", *phases, "result"]]
         records = self.machines()
+        triaged = any(rec.triage for rec in records)
+        rows = [["host", *phases, "result", *(["cause"] if triaged else [])]]
         controller = self.hosts.get(CONTROLLER)
         if controller and any(o.failed or o.unreachable for o in controller.phases.values()):
             records.insert(0, controller)
         for rec in records:
             cells = [rec.cell(p) for p in phases]
-            rows.append([rec.name, *cells, rec.result])
+            cause = [rec.triage.cause if rec.triage else "-"] if triaged else []
+            rows.append([rec.name, *cells, rec.result, *cause])
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = [f"racksmith run {self.run_id}  ({self.run_dir})"]
         for row in rows:
@@ -182,4 +313,9 @@ class RunReport:
         for rec in records:
             for reason in rec.reasons:
                 lines.append(f"  {rec.name}: {reason}")
+            if rec.triage:
+                ticket = f", ticket {rec.triage.ticket}" if rec.triage.ticket else ""
+                lines.append(
+                    f"  {rec.name}: -> {rec.triage.title}: {rec.triage.action}{ticket}"
+                )
         return "\n".join(lines)

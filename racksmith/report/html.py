@@ -1,0 +1,156 @@
+"""The run report as one static HTML page: no network, no external files, readable at 500
+hosts. Summary first (results, then causes with their actions), then filters by state and by
+cause, then one row per host, then the golden set. A few lines of inline JavaScript do the
+filtering; without JavaScript every row is still shown."""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+
+from racksmith.report.model import HostRecord, RunReport
+
+_MAX_REASONS = 3
+_MAX_REASON_CHARS = 300
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.2em 0 .4em}
+.meta{color:#666;margin:0 0 1em}
+.cards{display:flex;flex-wrap:wrap;gap:.6em}
+.card{border:1px solid #ccc;border-radius:6px;padding:.5em .9em;cursor:pointer;background:#fafafa}
+.card b{display:block;font-size:1.6em}
+.card.GOLDEN{border-color:#2a7;background:#eefaf3}.card.bad{border-color:#c44;background:#fdf0f0}
+table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #e4e4e4;padding:.25em .5em;
+text-align:left;vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
+td.ok,td.changed{color:#2a7}td.FAILED,td.failed,td.unreachable{color:#c22;font-weight:600}
+td.skipped,td.dash{color:#aaa}
+.r-GOLDEN{color:#1a6;font-weight:600}.r-bad{color:#c22;font-weight:600}
+.reason{color:#555;font-size:.9em;max-width:60em}
+.filters{margin:.6em 0;display:flex;gap:1em;align-items:center;flex-wrap:wrap}
+tr.hidden{display:none}.golden-list{columns:4 12em;font-family:monospace}
+"""
+
+_JS = """
+(function(){
+  var state=document.getElementById('f-state'),cause=document.getElementById('f-cause'),
+      text=document.getElementById('f-text'),shown=document.getElementById('f-shown'),
+      rows=document.querySelectorAll('#hosts tbody tr');
+  function apply(){
+    var s=state.value,c=cause.value,t=text.value.toLowerCase(),n=0;
+    for(var i=0;i<rows.length;i++){
+      var r=rows[i],ok=(!s||r.dataset.result===s)&&(!c||r.dataset.cause===c)&&
+        (!t||r.textContent.toLowerCase().indexOf(t)>=0);
+      r.className=ok?'':'hidden';if(ok)n++;
+    }
+    shown.textContent=n+' of '+rows.length+' hosts shown';
+  }
+  state.onchange=cause.onchange=apply;text.oninput=apply;
+  var cards=document.querySelectorAll('[data-set]');
+  for(var i=0;i<cards.length;i++){cards[i].onclick=function(){
+    var k=this.dataset.set,v=this.dataset.value;
+    if(k==='state'){state.value=v;cause.value='';}else{cause.value=v;state.value='';}
+    apply();
+  };}
+  apply();
+})();
+"""
+
+
+def _bad(result: str) -> bool:
+    return result != "GOLDEN"
+
+
+def _row(rec: HostRecord, phases: list[str]) -> str:
+    cells = []
+    for phase in phases:
+        value = rec.cell(phase)
+        cells.append(f'<td class="{"dash" if value == "-" else value}">{escape(value)}</td>')
+    result = rec.result
+    triage = rec.triage
+    cause = triage.cause if triage else ""
+    reasons = [escape(r[:_MAX_REASON_CHARS]) for r in rec.reasons[:_MAX_REASONS]]
+    if len(rec.reasons) > _MAX_REASONS:
+        reasons.append(f"(+{len(rec.reasons) - _MAX_REASONS} more in the ticket)")
+    ticket = (
+        f'<a href="{escape(triage.ticket, quote=True)}">ticket</a>'
+        if triage and triage.ticket
+        else ""
+    )
+    klass = "r-bad" if _bad(result) else "r-GOLDEN"
+    return (
+        f'<tr data-result="{escape(result, quote=True)}" data-cause="{escape(cause, quote=True)}">'
+        f"<td>{escape(rec.name)}</td>{''.join(cells)}"
+        f'<td class="{klass}">{escape(result)}</td>'
+        f"<td>{escape(triage.title) if triage else ''}</td>"
+        f"<td>{escape(triage.action) if triage else ''}</td><td>{ticket}</td>"
+        f'<td class="reason">{"<br>".join(reasons)}</td></tr>'
+    )
+
+
+def _options(values: list[str], labels: dict[str, str] | None = None) -> str:
+    labels = labels or {}
+    return "".join(
+        f'<option value="{escape(v, quote=True)}">{escape(labels.get(v, v))}</option>'
+        for v in values
+    )
+
+
+def render_html(report: RunReport) -> str:
+    records = report.machines()
+    phases = report.phases_seen()
+    summary = report.summary()
+    triaged = [rec.triage for rec in records if rec.triage]
+    causes = Counter(t.cause for t in triaged)
+    cause_info = {t.cause: t for t in triaged}
+    golden = report.golden_hosts()
+    cards = "".join(
+        f'<div class="card {"GOLDEN" if r == "GOLDEN" else "bad"}" data-set="state" '
+        f'data-value="{escape(r, quote=True)}"><b>{n}</b>{escape(r)}</div>'
+        for r, n in sorted(summary.items(), key=lambda kv: (kv[0] != "GOLDEN", kv[0]))
+    )
+    cause_rows = "".join(
+        f'<tr data-set="cause" data-value="{escape(c, quote=True)}" style="cursor:pointer">'
+        f"<td>{n}</td><td>{escape(cause_info[c].title)}</td>"
+        f"<td><code>{escape(c)}</code></td><td>{escape(cause_info[c].action)}</td></tr>"
+        for c, n in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+    causes_html = (
+        "<table><thead><tr><th>hosts</th><th>cause</th><th>name</th><th>action</th></tr>"
+        f"</thead><tbody>{cause_rows}</tbody></table>"
+        if causes
+        else "<p>No failed hosts.</p>"
+    )
+    head = "".join(f"<th>{escape(p)}</th>" for p in phases)
+    rows = "\n".join(_row(rec, phases) for rec in records)
+    cause_labels = {c: f"{cause_info[c].title} ({n})" for c, n in causes.items()}
+    golden_list = "".join(f"<li>{escape(h)}</li>" for h in golden)
+    title = f"racksmith run {report.run_id}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>{escape(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{escape(title)}</h1>
+<p class="meta">{len(records)} hosts, {len(golden)} golden; started {escape(report.started)},
+finished {escape(report.finished or "-")}; {escape(report.run_dir)}</p>
+<section id="summary"><h2>Summary</h2><div class="cards">{cards}</div>
+<h2>Causes</h2>{causes_html}</section>
+<section><h2>Hosts</h2>
+<div class="filters">
+<label>state <select id="f-state"><option value="">all</option>{_options(sorted(summary))}
+</select></label>
+<label>cause <select id="f-cause"><option value="">all</option>
+{_options(sorted(causes), cause_labels)}</select></label>
+<label>search <input id="f-text" type="search" placeholder="host, reason..."></label>
+<span id="f-shown">{len(records)} hosts</span></div>
+<table id="hosts"><thead><tr><th>host</th>{head}<th>result</th><th>cause</th><th>action</th>
+<th>ticket</th><th>reasons</th></tr></thead>
+<tbody>
+{rows}
+</tbody></table></section>
+<section id="golden"><h2>Golden set ({len(golden)})</h2>
+<ul class="golden-list">{golden_list}</ul></section>
+<script>{_JS}</script>
+</body></html>
+"""
