@@ -2,7 +2,8 @@
 
 Hosts have no route off the bridge, so apt reaches the archive through this proxy, which
 listens on the bridge address only (never on every interface, as the package's default
-instance would) and fetches from ``http://deb.debian.org/debian/`` on the controller's behalf.
+instance would) and fetches from the controller's own Debian mirror (racksmith.lab.mirror) on
+the hosts' behalf.
 It is the same product feature a real site needs (each .deb crosses the uplink once); the
 base role points hosts at it with one apt.conf line.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from racksmith.lab import mirror
 from racksmith.lab.errors import LabError
 from racksmith.lab.paths import LabPaths
 from racksmith.lab.proc import (
@@ -25,13 +27,16 @@ from racksmith.lab.proc import (
 )
 
 DAEMON = "apt-cacher-ng"
-#: The package default (ftp.debian.org) does not resolve on CI machines: 503 Host not found.
-DEBIAN_BACKEND = "http://deb.debian.org/debian/"
 SUPPORT_DIR = Path("/usr/lib/apt-cacher-ng")
 
 
-def render_config(*, root: Path, bind: str, port: int) -> dict[str, str]:
+def render_config(
+    *, root: Path, bind: str, port: int, mirror: str, security: str
+) -> dict[str, str]:
     """File name -> content for a private config directory (``apt-cacher-ng -c DIR``).
+
+    ``mirror``/``security``: the Debian archive and security archive URLs to fetch from (the
+    package's default backend list names hosts that do not resolve everywhere).
 
     ``ForceManaged`` makes the proxy refuse anything but the remapped Debian archives, so a
     role that tries a third-party URL fails loudly in the lab instead of leaking out.
@@ -47,12 +52,16 @@ SocketPath: {root}/acng.socket
 ForeGround: 1
 ForceManaged: 1
 Remap-debrep: file:deb_mirror*.gz /debian ; file:backends_debian
-Remap-secdeb: security.debian.org security.debian.org/debian-security \
-deb.debian.org/debian-security /debian-security ; deb.debian.org/debian-security
+Remap-secdeb: {_host_path(security)} /debian-security ; {_host_path(security)}
 ReportPage: acng-report.html
 ExThreshold: 4
 """
-    return {"acng.conf": conf, "backends_debian": DEBIAN_BACKEND + "\n"}
+    return {"acng.conf": conf, "backends_debian": mirror.rstrip("/") + "/\n"}
+
+
+def _host_path(url: str) -> str:
+    """``http://host/debian-security/`` -> ``host/debian-security`` (apt-cacher-ng's form)."""
+    return url.split("://", 1)[-1].rstrip("/")
 
 
 def proxy_url(bind: str, port: int) -> str:
@@ -74,7 +83,14 @@ def ensure_running(lab: LabPaths, *, bind: str, port: int, timeout: float = 20.0
     confdir.mkdir(parents=True, exist_ok=True)
     for sub in ("cache", "log"):
         (lab.acng / sub).mkdir(parents=True, exist_ok=True)
-    for name, content in render_config(root=lab.acng, bind=bind, port=port).items():
+    rendered = render_config(
+        root=lab.acng,
+        bind=bind,
+        port=port,
+        mirror=mirror.debian_mirror(),
+        security=mirror.security_mirror(),
+    )
+    for name, content in rendered.items():
         (confdir / name).write_text(content)
     logfile = lab.logfile(DAEMON)
     record = start_daemon(["apt-cacher-ng", "-c", str(confdir)], pidfile=pidfile, logfile=logfile)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from racksmith.lab import paths
 from racksmith.lab.errors import LabError
+from racksmith.lab.mirror import debian_mirror
 from racksmith.lab.proc import file_lock
 
 #: Why each package: systemd/systemd-sysv/dbus give a real init; python3 + python3-apt are what
@@ -63,7 +64,8 @@ rm -f /var/lib/dbus/machine-id /etc/ssh/ssh_host_*
 @dataclass(frozen=True)
 class Recipe:
     suite: str = "bookworm"
-    mirror: str = "http://deb.debian.org/debian"
+    # The controller's own Debian mirror (racksmith.lab.mirror), part of the cache key.
+    mirror: str = field(default_factory=debian_mirror)
     variant: str = "minbase"
     packages: tuple[str, ...] = DEFAULT_PACKAGES
     customize: str = field(default=CUSTOMIZE, repr=False)

@@ -134,7 +134,9 @@ class Faults:
             empty_systems="bmc_empty_systems" in names,
             empty_nics="bmc_empty_nics" in names,
             missing_gpu="missing_gpu" in names,
-            clock_skew=CLOCK_SKEW_SECONDS if names & {"bmc_clock_skew", "bmc_clock_locked"} else 0.0,
+            clock_skew=(
+                CLOCK_SKEW_SECONDS if names & {"bmc_clock_skew", "bmc_clock_locked"} else 0.0
+            ),
             clock_locked="bmc_clock_locked" in names,
             boot_quirk="bmc_boot_quirk" in names,
         )

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from racksmith.lab import hosts, net, proc
+from racksmith.lab import hosts, mirror, net, proc
 from racksmith.lab.errors import LabError
 
 pytestmark = pytest.mark.lab
@@ -81,9 +81,11 @@ def test_hosts_reach_each_other_but_nothing_off_the_bridge(two_hosts, it_lab, it
         first.ip,
         f"ping -c1 -W2 {second.ip} >/dev/null || bash -c '</dev/tcp/{second.ip}/22'",
     )
-    out = ssh(it_lab, first.ip, "curl -sS -m 3 http://1.1.1.1/ 2>&1; echo rc=$?", check=False)
+    # TEST-NET-1 (RFC 5737): never routed anywhere; the host has no route to try it anyway
+    out = ssh(it_lab, first.ip, "curl -sS -m 3 http://192.0.2.1/ 2>&1; echo rc=$?", check=False)
     assert "Network is unreachable" in out or "rc=7" in out
-    out = ssh(it_lab, first.ip, "getent hosts deb.debian.org; echo rc=$?", check=False)
+    mirror_host = mirror.debian_mirror().split("://", 1)[1].split("/", 1)[0]
+    out = ssh(it_lab, first.ip, f"getent hosts {mirror_host}; echo rc=$?", check=False)
     assert out.endswith("rc=2")  # no resolver: names fail at once
 
 

@@ -24,11 +24,12 @@ def test_image_path_is_keyed_by_the_digest(tmp_path):
     assert image.image_path(recipe, tmp_path) == tmp_path / f"rootfs-{recipe.digest()}.tar.zst"
 
 
-def test_debootstrap_argv_includes_the_packages_and_mirror():
+def test_debootstrap_argv_includes_the_packages_and_mirror(monkeypatch):
+    monkeypatch.setenv("RACKSMITH_DEBIAN_MIRROR", "http://mirror.example/debian/")
     argv = image.Recipe().debootstrap_argv(Path("/b"))
     assert argv[:2] == ["debootstrap", "--variant=minbase"]
     assert "openssh-server" in argv[2] and "python3-apt" in argv[2]
-    assert argv[-3:] == ["bookworm", "/b", "http://deb.debian.org/debian"]
+    assert argv[-3:] == ["bookworm", "/b", "http://mirror.example/debian"]
 
 
 def test_image_stays_generic():
