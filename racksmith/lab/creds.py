@@ -53,7 +53,7 @@ def maas_url(listen: str) -> str:
 
 
 def ensure_credentials(lab: LabPaths, *, maas_listen: str) -> None:
-    """bmc.env and maas.env (see CONTRACTS.md). Existing secrets are kept; MAAS_URL follows
+    """bmc.env and maas.env (see docs/lab.md). Existing secrets are kept; MAAS_URL follows
     the rack file so a changed listen address does not need a new key."""
     bmc = lab.secrets / "bmc.env"
     if not bmc.exists():
