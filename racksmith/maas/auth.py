@@ -23,7 +23,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from racksmith.maas.errors import MaasConfigError
-from racksmith.secrets import MASK, SecretError, expand_path, read_env_file, remember
+from racksmith.secrets import (
+    MASK,
+    SecretError,
+    expand_path,
+    read_credentials_file,
+    redact,
+    remember,
+)
 
 REDACTED = MASK
 
@@ -65,10 +72,8 @@ class ApiKey:
         return (whole, self.token_secret, self.token_key, self.consumer_key)
 
     def redact(self, text: str) -> str:
-        for value in self.secrets():
-            if value:
-                text = text.replace(value, REDACTED)
-        return text
+        """Every form of the key and its parts (raw, escaped, percent-encoded) masked."""
+        return redact(text, extra=self.secrets())
 
     def authorization(self, *, timestamp: int, nonce: str | None = None) -> str:
         """The ``Authorization`` header value for one attempt (never reuse it)."""
@@ -89,7 +94,7 @@ class ApiKey:
 def _read_credentials_file(path: Path) -> dict[str, str]:
     # One KEY=VALUE parser for BMC and MAAS credentials files (the lab writes both).
     try:
-        return read_env_file(path)
+        return read_credentials_file(path)
     except SecretError as exc:
         raise MaasConfigError(str(exc)) from None
 

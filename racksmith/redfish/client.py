@@ -43,7 +43,7 @@ import urllib3
 from racksmith import transport
 from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
-from racksmith.redfish.targets import Target
+from racksmith.redfish.targets import Target, resolve
 from racksmith.secrets import redact
 from racksmith.transport import Deadline
 
@@ -184,6 +184,8 @@ class RedfishClient:
         *,
         deadline: Deadline | None = None,
     ) -> None:
+        if target.is_name and not target.address:
+            target = resolve([target])[0]  # once; every request goes to that one address
         self.target = target
         self.options = options or ClientOptions()
         self.deadline = deadline or Deadline(None)
@@ -195,6 +197,13 @@ class RedfishClient:
         self._expand_ok = self.options.expand == "auto"
         self._http = transport.session()  # no proxies/.netrc by surprise; cuttable sockets
         self._http.headers.update({"Accept": "application/json", "OData-Version": "4.0"})
+        if target.is_name:
+            # Connect to the address resolved once; the name goes in Host, SNI and the
+            # certificate check, so TLS still verifies the name the operator gave.
+            self._http.headers["Host"] = str(target)
+            pool_kw = self._http.get_adapter(self._base).poolmanager.connection_pool_kw
+            pool_kw["server_hostname"] = target.host
+            pool_kw["assert_hostname"] = target.host
         if self.options.scheme == "https":
             if not self.options.verify:
                 log.warning("TLS verification is DISABLED for BMC %s (insecure opt-out)", target)
@@ -227,6 +236,12 @@ class RedfishClient:
     # -- authentication ----------------------------------------------------------------------
 
     def login(self) -> None:
+        if not self.target.address:
+            raise RedfishError(
+                ErrorKind.UNREACHABLE,
+                f"{self.target.host}: the name does not resolve",
+                bmc=str(self.target),
+            )
         if self.options.auth == "basic":
             self._use_basic("configured")
             return
@@ -257,7 +272,11 @@ class RedfishClient:
 
     def _use_basic(self, why: str) -> None:
         log.debug("%s: using Basic auth (%s)", self.target, why)
-        self._http.auth = (self._credentials.username, self._credentials.password_value())
+        # As UTF-8 bytes: requests would encode a str as Latin-1 and fail on other letters.
+        self._http.auth = (
+            self._credentials.username.encode("utf-8"),
+            self._credentials.password_value().encode("utf-8"),
+        )
         self.stats.auth = "basic"
 
     def logout(self) -> None:

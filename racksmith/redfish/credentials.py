@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from racksmith.secrets import SecretError, read_env_file, remember
+from racksmith.secrets import SecretError, read_credentials_file, remember, remember_basic_auth
 
 DEFAULT_USERNAME_ENV = "RACKSMITH_BMC_USERNAME"
 DEFAULT_PASSWORD_ENV = "RACKSMITH_BMC_PASSWORD"  # noqa: S105 (a variable name, not a secret)
@@ -33,6 +33,7 @@ class Credentials:
         if not self._password:
             raise CredentialsError("BMC password is empty")
         remember(self._password)  # so redact() scrubs it from any text, whatever its path
+        remember_basic_auth(self.username, self._password)  # and its base64 Basic auth form
 
     def password_value(self) -> str:
         """The password itself: call only where a request body or auth header is built."""
@@ -59,7 +60,7 @@ def from_env(
     file_values: dict[str, str] = {}
     if env_file is not None and env_file.exists():
         try:
-            file_values = read_env_file(env_file)
+            file_values = read_credentials_file(env_file)
         except SecretError as exc:
             raise CredentialsError(str(exc)) from None
     user = username or os.environ.get(username_env) or file_values.get(username_env)

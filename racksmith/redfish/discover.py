@@ -14,6 +14,7 @@ as duplicates (never merged), because enlisting either by MAC could take over th
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -24,7 +25,7 @@ from racksmith.redfish import parse
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
-from racksmith.redfish.targets import Target
+from racksmith.redfish.targets import Target, resolve
 from racksmith.secrets import redact
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ EXTRAS = frozenset({"firmware", "infiniband", "pcie", "memory"})
 #: Keys of every result, in this order (CLI JSON and docs rely on it).
 PUBLIC_KEYS = (
     "bmc",
+    "address",
     "service_tag",
     "serial",
     "model",
@@ -66,8 +68,8 @@ class DiscoveryOptions:
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        if self.deadline <= 0:
-            raise ValueError("deadline must be positive")
+        if not (self.deadline > 0 and math.isfinite(self.deadline)):  # NaN: no deadline at all
+            raise ValueError(f"deadline must be a positive number of seconds, not {self.deadline!r}")
         unknown = set(self.extras) - EXTRAS
         if unknown:
             raise ValueError(f"unknown extras {sorted(unknown)}; choose from {sorted(EXTRAS)}")
@@ -83,6 +85,7 @@ class BmcResult:
     facts: parse.HostFacts | None
     error: RedfishError | None
     elapsed: float = 0.0
+    address: str = ""  # the IP actually contacted (a name's one resolution)
     requests: int = 0
     auth: str | None = None
     sessions_created: int = 0
@@ -101,6 +104,7 @@ class BmcResult:
         facts = self.facts.public() if self.facts else {}
         out: dict[str, Any] = {key: facts.get(key) for key in PUBLIC_KEYS}
         out["bmc"] = self.bmc
+        out["address"] = self.address or None
         if self.facts is None:
             out["nics"] = []
             out["gpus"] = []
@@ -219,6 +223,7 @@ def discover_one(target: Target, credentials: Credentials, options: DiscoveryOpt
         bmc=str(target),
         facts=facts,
         error=error,
+        address=client.target.address,
         elapsed=time.monotonic() - started,
         requests=client.stats.requests,
         auth=client.stats.auth,
@@ -272,7 +277,7 @@ def discover(
 ) -> list[BmcResult]:
     """All targets, at most ``options.concurrency`` at a time; results in target order."""
     options = options or DiscoveryOptions()
-    targets = list(targets)
+    targets = resolve(targets)  # each name once, before any BMC is asked
     if not targets:
         return []
     results: dict[Target, BmcResult] = {}

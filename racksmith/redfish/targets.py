@@ -2,31 +2,42 @@
 
 Grammar of one spec (whitespace-separated or one per list item)::
 
-    10.0.0.5            one address, default port
+    10.0.0.5            one address (dotted quad, four decimal octets), default port
     10.0.0.5:8443       with a port
     127.0.0.1:8443-8450 a port range (the lab: many BMCs on one address)
-    10.0.0.0/28         every usable host of a network (netaddr)
+    10.0.0.0/28         every usable host of a network
     10.0.0.10-10.0.0.40 an address range; ``10.0.0.10-40`` abbreviates the last octet
-    [fd00::5]:443       IPv6 with a port; bmc01.example.net[:port] for DNS names
+    [fd00::5]:443       IPv6, always in brackets; ``[fd00::]/120`` a network
+    bmc01.example.net   a DNS name, only when the site enables names (``allow_names``)
+
+Every spec means exactly one thing, decided here and never by the system resolver: ``127.1``,
+``10.0.5``, ``010.0.0.1`` or ``999.1.1.1`` are errors, not host names that ``getaddrinfo``
+would quietly turn into 127.0.0.1, 10.0.0.5 or a DNS query (the BMC password would go to
+that host). A name is resolved once (:func:`resolve`), and the address actually contacted is
+kept in :attr:`Target.address` and reported. Sizes are computed before anything is expanded,
+so a typo like ``10.0.0.0/16:1-65535`` is refused at once instead of filling memory.
 
 A spec that is not understood is an error naming the spec, never silently skipped.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-import netaddr
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 DEFAULT_PORT = 443
 #: Refuse to expand more than this many targets from one inventory (a /8 typo is not a rack).
 MAX_TARGETS = 65536
 
-_HOSTNAME = re.compile(
-    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
-)
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*\.?$")
+_NUMERIC = re.compile(r"^[0-9.]+$")  # every label numeric: an address attempt, never a name
+_IPV4_SHORT_RANGE = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})-(\d{1,3})$")
+
+Resolver = Callable[[str, int], str]
 
 
 class TargetError(ValueError):
@@ -35,95 +46,229 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class Target:
+    """One BMC endpoint. ``host`` is what was asked for (an address or a name); ``address`` is
+    the IP that is contacted (equal to ``host`` for addresses, set by :func:`resolve` for
+    names)."""
+
     host: str
     port: int = DEFAULT_PORT
+    address: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.address and _is_ip(self.host):
+            object.__setattr__(self, "address", self.host)
+
+    @property
+    def is_name(self) -> bool:
+        return not _is_ip(self.host)
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
 
     def url(self, scheme: str = "https") -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """The URL to connect to: the resolved address (the name goes in SNI/Host instead)."""
+        where = self.address or self.host
+        host = f"[{where}]" if ":" in where else where
         return f"{scheme}://{host}:{self.port}"
 
 
-def _ports(text: str | None, spec: str, default_port: int) -> list[int]:
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _ports(text: str | None, spec: str, default_port: int) -> range:
     if text is None or text == "":
-        return [default_port]
-    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text)
+        return range(default_port, default_port + 1)
+    match = re.fullmatch(r"(\d{1,5})(?:-(\d{1,5}))?", text)
     if not match:
         raise TargetError(f"target {spec!r}: port {text!r} is not a number or a range N-M")
     low = int(match.group(1))
     high = int(match.group(2) or low)
     if not 1 <= low <= high <= 65535:
         raise TargetError(f"target {spec!r}: port range {text!r} is outside 1-65535 or reversed")
-    return list(range(low, high + 1))
+    return range(low, high + 1)
 
 
 def _split_port(spec: str) -> tuple[str, str | None]:
-    """Separate ``host[:ports]``; IPv6 needs brackets when it carries a port."""
+    """Separate ``host[:ports]``; IPv6 must be in brackets."""
     if spec.startswith("["):
-        match = re.fullmatch(r"\[([^\]]+)\](?::(.+))?", spec)
+        match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\](/\d{1,3})?(?::(.+))?", spec)
         if not match:
-            raise TargetError(f"target {spec!r}: unbalanced brackets")
-        return match.group(1), match.group(2)
-    if spec.count(":") > 1:  # bare IPv6, no port
-        return spec, None
+            raise TargetError(f"target {spec!r}: expected [IPv6] or [IPv6]/PREFIX, then :PORT")
+        return match.group(1) + (match.group(2) or ""), match.group(3)
+    if spec.count(":") > 1:
+        raise TargetError(f"target {spec!r}: write IPv6 addresses in brackets, e.g. [fd00::5]")
     host, _, ports = spec.partition(":")
     return host, ports or None
 
 
-def _hosts(host: str, spec: str) -> list[str]:
+def _ipv4(text: str, spec: str) -> ipaddress.IPv4Address:
+    """Four decimal octets, no leading zeros: the only IPv4 spelling accepted."""
     try:
+        return ipaddress.IPv4Address(text)
+    except ValueError:
+        raise TargetError(
+            f"target {spec!r}: {text!r} is not a dotted-quad IPv4 address (four octets 0-255)"
+        ) from None
+
+
+class _Hosts:
+    """The addresses of one spec, counted before they are listed."""
+
+    def __init__(self, host: str, spec: str, allow_names: bool) -> None:
+        self.spec = spec
+        self._network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
+        self._first = self._last = 0
+        self._version = 4
+        self._name: str | None = None
         if "/" in host:
-            network = netaddr.IPNetwork(host)
-            if network.size > MAX_TARGETS:
+            try:
+                self._network = ipaddress.ip_network(host, strict=True)
+            except ValueError as exc:
+                raise TargetError(f"target {spec!r}: {exc}") from None
+            if self._network.version == 4:
+                _ipv4(host.split("/")[0], spec)  # no '10.1/16' shorthand either
+        elif re.fullmatch(r"[0-9.]+-[0-9.]+", host):
+            first, _, last = host.partition("-")
+            short = _IPV4_SHORT_RANGE.match(host)
+            if short:
+                last = first.rsplit(".", 1)[0] + "." + short.group(2)
+            start, end = _ipv4(first, spec), _ipv4(last, spec)
+            if int(end) < int(start):
+                raise TargetError(f"target {spec!r}: the range ends before it starts")
+            self._first, self._last = int(start), int(end)
+        elif _is_ip(host):
+            address = ipaddress.ip_address(host)
+            if address.version == 4:
+                _ipv4(host, spec)
+            elif not spec.startswith("["):
+                raise TargetError(f"target {spec!r}: write IPv6 addresses in brackets")
+            self._first = self._last = int(address)
+            self._version = address.version
+        elif _NUMERIC.match(host):
+            raise TargetError(
+                f"target {spec!r}: {host!r} is not a dotted-quad IPv4 address "
+                "(four octets 0-255); it is never treated as a host name"
+            )
+        elif _HOSTNAME.match(host):
+            if not allow_names:
                 raise TargetError(
-                    f"target {spec!r}: {network.size} addresses is more than {MAX_TARGETS}"
+                    f"target {spec!r}: host names are disabled; give the BMC's address, or "
+                    "enable names (allow_names / --allow-names) to resolve each name once"
                 )
-            hosts = list(network.iter_hosts()) if network.size > 2 else list(network)
-            return [str(ip) for ip in hosts]
-        if "-" in host and re.fullmatch(r"[0-9a-fA-F.:]+-[0-9a-fA-F.:]+", host):
-            first, last = host.split("-", 1)
-            if "." in first and "." not in last and ":" not in last:  # 10.0.0.10-40
-                last = first.rsplit(".", 1)[0] + "." + last
-            ip_range = netaddr.IPRange(first, last)
-            if ip_range.size > MAX_TARGETS:
-                raise TargetError(
-                    f"target {spec!r}: {ip_range.size} addresses is more than {MAX_TARGETS}"
-                )
-            return [str(ip) for ip in ip_range]
-        if netaddr.valid_ipv4(host, flags=netaddr.INET_PTON) or netaddr.valid_ipv6(host):
-            return [str(netaddr.IPAddress(host))]
-    except (netaddr.AddrFormatError, ValueError) as exc:
-        if isinstance(exc, TargetError):
-            raise
-        raise TargetError(f"target {spec!r}: {exc}") from None
-    if _HOSTNAME.match(host):
-        return [host.lower()]
-    raise TargetError(f"target {spec!r}: not an address, network, range or host name")
+            self._name = host.lower().rstrip(".")
+        else:
+            raise TargetError(f"target {spec!r}: not an address, network, range or host name")
+
+    def __len__(self) -> int:
+        if self._name is not None:
+            return 1
+        if self._network is not None:
+            size = self._network.num_addresses
+            if size <= 2:
+                return size
+            return size - 2 if self._network.version == 4 else size - 1  # as hosts() lists them
+        return self._last - self._first + 1
+
+    def __iter__(self):
+        if self._name is not None:
+            yield self._name
+        elif self._network is not None:
+            hosts = self._network.hosts() if self._network.num_addresses > 2 else self._network
+            yield from (str(ip) for ip in hosts)
+        else:
+            make = ipaddress.IPv4Address if self._version == 4 else ipaddress.IPv6Address
+            yield from (str(make(n)) for n in range(self._first, self._last + 1))
 
 
-def parse(spec: str, default_port: int = DEFAULT_PORT) -> list[Target]:
-    """Expand one spec into targets, in address order."""
+def _plan(spec: str, default_port: int, allow_names: bool) -> tuple[_Hosts, range]:
     spec = spec.strip()
     if not spec:
         raise TargetError("empty target")
     host, ports = _split_port(spec)
-    port_list = _ports(ports, spec, default_port)
-    return [Target(h, p) for h in _hosts(host, spec) for p in port_list]
+    port_range = _ports(ports, spec, default_port)
+    hosts = _Hosts(host, spec, allow_names)
+    size = len(hosts) * len(port_range)
+    if size > MAX_TARGETS:
+        raise TargetError(
+            f"target {spec!r}: {len(hosts)} addresses x {len(port_range)} ports = {size} "
+            f"targets, more than {MAX_TARGETS}; narrow the range"
+        )
+    return hosts, port_range
 
 
-def expand(specs: Iterable[str] | str, default_port: int = DEFAULT_PORT) -> list[Target]:
-    """Expand many specs (a list, or one whitespace/comma separated string), first seen wins."""
+def parse(
+    spec: str, default_port: int = DEFAULT_PORT, *, allow_names: bool = False
+) -> list[Target]:
+    """Expand one spec into targets, in address order (sizes checked first)."""
+    hosts, port_range = _plan(spec, default_port, allow_names)
+    return [Target(h, p) for h in hosts for p in port_range]
+
+
+def count(spec: str, default_port: int = DEFAULT_PORT, *, allow_names: bool = False) -> int:
+    """How many targets ``spec`` names, without listing them."""
+    hosts, port_range = _plan(spec, default_port, allow_names)
+    return len(hosts) * len(port_range)
+
+
+def expand(
+    specs: Iterable[str] | str,
+    default_port: int = DEFAULT_PORT,
+    *,
+    allow_names: bool = False,
+) -> list[Target]:
+    """Expand many specs (a list, or one whitespace/comma separated string), first seen wins.
+
+    Every spec is checked and sized before any is expanded; no specs at all is an error (a
+    command that asks nothing must not succeed).
+    """
     if isinstance(specs, str):
         specs = re.split(r"[\s,]+", specs.strip())
+    specs = [str(s).strip() for s in specs if str(s).strip()]
+    if not specs:
+        raise TargetError("no targets given")
+    total = sum(count(s, default_port, allow_names=allow_names) for s in specs)
+    if total > MAX_TARGETS:
+        raise TargetError(f"{total} targets in all, more than {MAX_TARGETS}; narrow the ranges")
     seen: dict[Target, None] = {}
     for spec in specs:
-        if not str(spec).strip():
-            continue
-        for target in parse(str(spec), default_port):
+        for target in parse(spec, default_port, allow_names=allow_names):
             seen.setdefault(target, None)
-            if len(seen) > MAX_TARGETS:
-                raise TargetError(f"more than {MAX_TARGETS} targets; narrow the ranges")
     return list(seen)
+
+
+def system_resolver(name: str, port: int) -> str:
+    """The first TCP address the system resolver gives for ``name``."""
+    try:
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise TargetError(f"target {name!r}: cannot resolve ({exc})") from None
+    if not infos:
+        raise TargetError(f"target {name!r}: the resolver returned no address")
+    return str(infos[0][4][0])
+
+
+def resolve(found: Iterable[Target], resolver: Resolver = system_resolver) -> list[Target]:
+    """Each name resolved exactly once (all its ports share the answer); addresses unchanged.
+
+    A name that does not resolve keeps an empty ``address``; the client reports it as
+    unreachable for that BMC alone.
+    """
+    answers: dict[str, str] = {}
+    out = []
+    for target in found:
+        if target.address:
+            out.append(target)
+            continue
+        if target.host not in answers:
+            try:
+                answers[target.host] = resolver(target.host, target.port)
+            except TargetError:
+                answers[target.host] = ""
+        out.append(Target(target.host, target.port, answers[target.host]))
+    return out

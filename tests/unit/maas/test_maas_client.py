@@ -58,6 +58,7 @@ def test_key_parsing_names_the_source_not_the_value():
 def test_credentials_precedence(tmp_path):
     env_file = tmp_path / "maas.env"
     env_file.write_text(f"# lab\nexport MAAS_URL='http://file:5240/MAAS/'\nMAAS_API_KEY={KEY}\n")
+    env_file.chmod(0o600)
     from_file = resolve_credentials(credentials_file=env_file, environ={})
     assert from_file.url == "http://file:5240/MAAS/"
     from_env = resolve_credentials(

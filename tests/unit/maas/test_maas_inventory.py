@@ -43,6 +43,7 @@ def test_deployed_machines_become_ssh_targets(sim, client, policy, tmp_path, mon
     client.post("tags/h200/", {"add": first.system_id}, op="update_nodes")
     creds = tmp_path / "maas.env"
     creds.write_text(f"MAAS_URL={sim.url}\nMAAS_API_KEY={sim.store.admin_key()}\n")
+    creds.chmod(0o600)
     source = tmp_path / "lab.maas.yml"
     source.write_text(
         "plugin: maas\ncredentials_file: " + str(creds) + "\nprivate_key_file: ~/.ssh/id_lab\n"

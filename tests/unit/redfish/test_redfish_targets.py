@@ -14,11 +14,10 @@ def test_forms():
     assert [t.host for t in parse("10.0.0.0/30")] == ["10.0.0.1", "10.0.0.2"]  # usable hosts only
     assert [t.host for t in parse("10.0.0.10-12")] == ["10.0.0.10", "10.0.0.11", "10.0.0.12"]
     assert len(parse("10.0.0.250-10.0.1.5")) == 12
-    assert (
-        parse("[fd00::5]:623") == [Target("fd00::5", 623)]
-        and str(parse("fd00::5")[0]) == "[fd00::5]:443"
-    )
-    assert parse("BMC01.example.net:443") == [Target("bmc01.example.net", 443)]
+    assert parse("[fd00::5]:623") == [Target("fd00::5", 623)]
+    assert str(parse("[fd00::5]")[0]) == "[fd00::5]:443"
+    assert len(parse("[fd00::]/126")) == 3  # hosts: not the subnet-router anycast
+    assert parse("BMC01.example.net:443", allow_names=True) == [Target("bmc01.example.net", 443)]
     assert parse("10.0.0.0/31:8443") == [Target("10.0.0.0", 8443), Target("10.0.0.1", 8443)]
 
 
