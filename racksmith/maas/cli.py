@@ -16,7 +16,7 @@ from racksmith.maas import lifecycle, machines, triage
 from racksmith.maas.auth import resolve_credentials
 from racksmith.maas.client import MaasClient
 from racksmith.maas.errors import MaasConfigError, MaasError, MaasNotFound, MachineFailed
-from racksmith.maas.model import Machine, parse_events
+from racksmith.maas.model import Machine, parse_events, parse_machines
 
 
 def _connect(args: argparse.Namespace) -> MaasClient:
@@ -51,7 +51,7 @@ def _policy(args: argparse.Namespace) -> lifecycle.WaitPolicy:
 
 def cmd_machines(args: argparse.Namespace, client: MaasClient) -> int:
     params = {"status": args.status} if args.status else None
-    found = [Machine.from_json(m) for m in client.get("machines/", params)]
+    found = parse_machines(client.get("machines/", params))
     if args.json:
         print(json.dumps([m.summary() for m in found], indent=2))
         return 0

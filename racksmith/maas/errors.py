@@ -19,6 +19,11 @@ class MaasConfigError(MaasError):
     """The URL, key or a setting is malformed; the message names the input, never its value."""
 
 
+class MaasMalformedError(MaasError):
+    """MAAS (or whatever answered at its URL) sent something that is not the API's answer:
+    HTML, JSON of the wrong shape, a record missing a required field, an oversized body."""
+
+
 class MaasTransportError(MaasError):
     """No HTTP answer: connection refused, reset, or a connect/read timeout."""
 

@@ -29,7 +29,7 @@ from racksmith.maas.errors import (
     MachineStateError,
 )
 from racksmith.maas.machines import MachineSpec, Outcome
-from racksmith.maas.model import RELEASABLE, BlockDevice, Machine, NodeStatus
+from racksmith.maas.model import RELEASABLE, BlockDevice, Machine, NodeStatus, expect_list
 from racksmith.maas.storage import LAYOUTS, BootDiskRule
 
 S = NodeStatus
@@ -204,7 +204,10 @@ def _wait_commissioned(
 
 def _block_devices(client: MaasClient, machine: Machine) -> list[BlockDevice]:
     return [
-        BlockDevice.from_json(d) for d in client.get(f"nodes/{machine.system_id}/blockdevices/")
+        BlockDevice.from_json(d)
+        for d in expect_list(
+            "GET blockdevices/", client.get(f"nodes/{machine.system_id}/blockdevices/")
+        )
     ]
 
 

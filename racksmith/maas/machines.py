@@ -22,7 +22,7 @@ from racksmith.maas.errors import (
     MaasTransportError,
     MachineStateError,
 )
-from racksmith.maas.model import Machine, NodeStatus
+from racksmith.maas.model import Machine, NodeStatus, parse_machines
 
 _MAC = re.compile(r"^[0-9a-f]{2}([:-]?)[0-9a-f]{2}(\1[0-9a-f]{2}){4}$")
 _HOSTNAME = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -125,7 +125,7 @@ def find(
         found = client.get("machines/", {"hostname": hostname})
     else:
         raise MaasConfigError("find a machine by mac or hostname")
-    machines = [Machine.from_json(m) for m in found]
+    machines = parse_machines(found)
     if len(machines) > 1:
         names = ", ".join(m.label for m in machines)
         raise MachineStateError(f"{mac or hostname} matches several machines: {names}")

@@ -8,8 +8,45 @@ dictionary lookups scattered through the logic.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from racksmith.maas.errors import MaasMalformedError
+
+T = TypeVar("T")
+
+
+def _guarded(what: str, build: Callable[[dict[str, Any]], T], data: Any) -> T:
+    """Run a record parser; any shape problem becomes one clear MaasMalformedError."""
+    if not isinstance(data, dict):
+        raise MaasMalformedError(f"{what}: expected a JSON object, got {_kind(data)}")
+    try:
+        return build(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        ident = data.get("system_id") or data.get("id") or "?"
+        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)[:120]
+        raise MaasMalformedError(f"{what} {ident}: {detail}") from None
+
+
+def _kind(data: Any) -> str:
+    if isinstance(data, str):
+        return "an HTML page" if data.lstrip()[:1] == "<" else f"text ({data[:40]!r})"
+    return {list: "a JSON list", dict: "a JSON object", type(None): "nothing"}.get(
+        type(data), f"JSON {type(data).__name__}"
+    )
+
+
+def expect_list(what: str, data: Any) -> list[Any]:
+    """``data`` when it is a JSON list, else a MaasMalformedError naming what came instead."""
+    if not isinstance(data, list):
+        raise MaasMalformedError(f"{what}: expected a JSON list, got {_kind(data)}")
+    return data
+
+
+def parse_machines(data: Any, what: str = "GET machines/") -> list[Machine]:
+    """A machine listing -> machines; anything else is a MaasMalformedError, never a crash."""
+    return [Machine.from_json(m) for m in expect_list(what, data)]
 
 
 class NodeStatus(enum.IntEnum):
@@ -99,6 +136,10 @@ class BlockDevice:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BlockDevice:
+        return _guarded("block device", cls._build, data)
+
+    @classmethod
+    def _build(cls, data: dict[str, Any]) -> BlockDevice:
         return cls(
             id=int(data["id"]),
             name=str(data.get("name") or ""),
@@ -156,6 +197,10 @@ class Machine:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Machine:
+        return _guarded("machine", cls._build, data)
+
+    @classmethod
+    def _build(cls, data: dict[str, Any]) -> Machine:
         interfaces = data.get("interface_set") or []
         macs = tuple(
             str(i.get("mac_address", "")).lower() for i in interfaces if i.get("mac_address")
@@ -223,6 +268,10 @@ class Event:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
+        return _guarded("event", cls._build, data)
+
+    @classmethod
+    def _build(cls, data: dict[str, Any]) -> Event:
         return cls(
             id=int(data.get("id") or 0),
             level=str(data.get("level") or ""),
@@ -242,5 +291,5 @@ class Event:
 def parse_events(data: Any) -> list[Event]:
     """``events/?op=query`` result -> events, newest first (as MAAS returns them)."""
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-        raise ValueError("events/?op=query did not return {'events': [...]}")
+        raise MaasMalformedError("events/?op=query did not return {'events': [...]}")
     return [Event.from_json(e) for e in data["events"]]
