@@ -39,3 +39,18 @@ else
   "$VENV/bin/pip" install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
   echo "$want" > "$stamp"
 fi
+
+# racksmith.core resolves from this checkout for every ansible command run with the venv, whatever
+# its ansible.cfg (tests and molecule write their own): the checkout is linked into the venv's
+# ansible_collections/, the way the `ansible` package ships its collections. The link lives
+# under $VENV, which every tool already skips, so nothing walks in circles through it.
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+link=$site/ansible_collections/racksmith/core
+if [[ $(readlink "$link" 2>/dev/null) != "$PWD" ]]; then
+  if [[ -e $link && ! -L $link ]]; then
+    say "$link exists and is not a link; remove it and run again"; exit 1
+  fi
+  mkdir -p "$(dirname "$link")"
+  ln -sfn "$PWD" "$link"
+  say "linked collection racksmith.core -> $PWD"
+fi

@@ -5,6 +5,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: maas_deploy
 short_description: Deploy Ubuntu (jammy, a chosen HWE kernel, cloud-init user data) through MAAS
+author: racksmith maintainers (!UNKNOWN)
 description:
   - A Deployed machine is left as it is (C(changed=false)); a machine still Deploying is waited
     for; a Ready one is deployed after its boot disk is checked against C(boot_disk) (and
@@ -14,7 +15,11 @@ description:
   - Waits poll politely with per-state budgets; a failure status, a revert or a spent budget
     fails the task with C(cause) and C(triage).
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
-extends_documentation_fragment: [racksmith_maas, racksmith_maas.selector]
+extends_documentation_fragment:
+  - racksmith.core.racksmith_maas
+  - racksmith.core.racksmith_maas.selector
+  - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.maas
 options:
   distro_series:
     description: Ubuntu series to install.
@@ -27,7 +32,9 @@ options:
     description: cloud-init user data (text); sent base64-encoded.
     type: str
   boot_disk:
-    description: Boot-disk rule checked (and re-pinned) right before deploying; see M(maas_machine).
+    description:
+      - Boot-disk rule checked (and re-pinned) right before deploying; see
+        M(racksmith.core.maas_machine).
     type: dict
   storage_layout:
     description: Layout re-applied when the boot disk has to be re-pinned.
@@ -72,20 +79,31 @@ triage:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule
+import traceback
 
-from racksmith.maas import lifecycle
-from racksmith.maas.ansible import (
-    BOOT_DISK_ARGS,
-    CONNECTION_ARGS,
-    SELECTOR_ARGS,
-    WAIT_ARGS,
-    boot_disk_rule,
-    locate,
-    policy,
-    run,
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    machine_diff,
+    require_racksmith,
 )
-from racksmith.maas.errors import MachineStateError
+
+try:
+    from racksmith.maas import lifecycle
+    from racksmith.maas.ansible import (
+        BOOT_DISK_ARGS,
+        CONNECTION_ARGS,
+        SELECTOR_ARGS,
+        WAIT_ARGS,
+        boot_disk_rule,
+        locate,
+        policy,
+        run,
+    )
+    from racksmith.maas.errors import MachineStateError
+except ImportError:
+    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
+else:
+    RACKSMITH_IMPORT_ERROR = None
 
 
 def step(module: AnsibleModule, client):
@@ -100,7 +118,7 @@ def step(module: AnsibleModule, client):
         user_data=user_data,
         comment=p["comment"],
     )
-    return lifecycle.deploy(
+    outcome = lifecycle.deploy(
         client,
         machine,
         policy(p),
@@ -110,9 +128,13 @@ def step(module: AnsibleModule, client):
         redeploy_failed=p["redeploy_failed"],
         check_mode=module.check_mode,
     )
+    if module._diff:
+        outcome.diff = machine_diff(machine, outcome.machine)
+    return outcome
 
 
 def main():
+    require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: maas_machine
 short_description: Ensure a MAAS machine for a server's PXE MAC; commission it and pin its boot disk
+author: racksmith maintainers (!UNKNOWN)
 description:
   - Finds the machine by its lowercase PXE MAC; creates it with Redfish power parameters, or
     updates only the fields that differ, so a rerun reports C(changed=false).
@@ -15,7 +16,10 @@ description:
     creates one.
   - Check mode reports what it would do and changes nothing.
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
-extends_documentation_fragment: [racksmith_maas]
+extends_documentation_fragment:
+  - racksmith.core.racksmith_maas
+  - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.maas
 options:
   state:
     description: C(present) (record only), C(ready) (commissioned, boot disk pinned), C(broken).
@@ -134,21 +138,32 @@ triage:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule
+import traceback
 
-from racksmith.maas import lifecycle, machines
-from racksmith.maas.ansible import (
-    BOOT_DISK_ARGS,
-    CONNECTION_ARGS,
-    POWER_ARGS,
-    WAIT_ARGS,
-    boot_disk_rule,
-    policy,
-    power_parameters,
-    run,
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    machine_diff,
+    require_racksmith,
 )
-from racksmith.maas.errors import MaasConfigError
-from racksmith.maas.machines import MachineSpec, Outcome
+
+try:
+    from racksmith.maas import lifecycle, machines
+    from racksmith.maas.ansible import (
+        BOOT_DISK_ARGS,
+        CONNECTION_ARGS,
+        POWER_ARGS,
+        WAIT_ARGS,
+        boot_disk_rule,
+        policy,
+        power_parameters,
+        run,
+    )
+    from racksmith.maas.errors import MaasConfigError
+    from racksmith.maas.machines import MachineSpec, Outcome
+except ImportError:
+    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
+else:
+    RACKSMITH_IMPORT_ERROR = None
 
 
 def spec_from(p: dict) -> MachineSpec:
@@ -165,6 +180,15 @@ def spec_from(p: dict) -> MachineSpec:
 
 
 def step(module: AnsibleModule, client) -> Outcome:
+    """The step for ``state``; with ``--diff``, the machine before (one extra read) and after."""
+    before = machines.find(client, mac=module.params["pxe_mac"]) if module._diff else None
+    outcome = act(module, client)
+    if module._diff:
+        outcome.diff = machine_diff(before, outcome.machine)
+    return outcome
+
+
+def act(module: AnsibleModule, client) -> Outcome:
     p, check = module.params, module.check_mode
     if p["state"] == "broken":
         if not p["reason"]:
@@ -198,6 +222,7 @@ def step(module: AnsibleModule, client) -> Outcome:
 
 
 def main():
+    require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

@@ -5,13 +5,18 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: maas_release
 short_description: Release a MAAS machine back to Ready, optionally erasing its disks
+author: racksmith maintainers (!UNKNOWN)
 description:
   - Destructive. Acts on the one machine named by C(pxe_mac), C(system_id) or C(hostname);
     check mode says what would happen (state, erase kind) and changes nothing.
   - A Ready machine is left as is; Releasing or Disk erasing is waited for. The wait for disk
     erasing is capped client-side (MAAS has no timeout for it).
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
-extends_documentation_fragment: [racksmith_maas, racksmith_maas.selector]
+extends_documentation_fragment:
+  - racksmith.core.racksmith_maas
+  - racksmith.core.racksmith_maas.selector
+  - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.maas
 options:
   erase:
     description: Erase the disks while releasing.
@@ -51,11 +56,29 @@ machine:
   returned: when the machine exists
 """
 
-from ansible.module_utils.basic import AnsibleModule
+import traceback
 
-from racksmith.maas import lifecycle
-from racksmith.maas.ansible import CONNECTION_ARGS, SELECTOR_ARGS, WAIT_ARGS, locate, policy, run
-from racksmith.maas.errors import MachineStateError
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    machine_diff,
+    require_racksmith,
+)
+
+try:
+    from racksmith.maas import lifecycle
+    from racksmith.maas.ansible import (
+        CONNECTION_ARGS,
+        SELECTOR_ARGS,
+        WAIT_ARGS,
+        locate,
+        policy,
+        run,
+    )
+    from racksmith.maas.errors import MachineStateError
+except ImportError:
+    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
+else:
+    RACKSMITH_IMPORT_ERROR = None
 
 
 def step(module: AnsibleModule, client):
@@ -69,10 +92,14 @@ def step(module: AnsibleModule, client):
         quick_erase=p["quick_erase"],
         comment=p["comment"],
     )
-    return lifecycle.release(client, machine, policy(p), options, check_mode=module.check_mode)
+    outcome = lifecycle.release(client, machine, policy(p), options, check_mode=module.check_mode)
+    if module._diff:
+        outcome.diff = machine_diff(machine, outcome.machine)
+    return outcome
 
 
 def main():
+    require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

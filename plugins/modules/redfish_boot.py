@@ -5,6 +5,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: redfish_boot
 short_description: Set a one-time boot override (PXE by default) through Redfish and read it back
+author: racksmith maintainers (!UNKNOWN)
 description:
   - Reads the override first; if the next boot is already set once to C(target), nothing changes.
   - Checks C(target) against the BMC's allowable values, PATCHes the override, then reads it
@@ -12,7 +13,10 @@ description:
     answers 400 "depends on other attribute(s)" but applies the override succeeds with a
     warning, as does C(Pxe) read back as C(UefiTarget).
   - Check mode says what it would set and changes nothing.
-extends_documentation_fragment: [racksmith_redfish]
+extends_documentation_fragment:
+  - racksmith.core.racksmith_redfish
+  - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.redfish
 options:
   target:
     description: Boot source for the next boot.
@@ -46,13 +50,25 @@ error_kind:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule
+import traceback
 
-from racksmith.redfish import actions
-from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    diff,
+    require_racksmith,
+)
+
+try:
+    from racksmith.redfish import actions
+    from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+except ImportError:
+    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
+else:
+    RACKSMITH_IMPORT_ERROR = None
 
 
 def main():
+    require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
             **COMMON_ARGUMENTS,
@@ -62,10 +78,19 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    run(
-        module,
-        lambda c: actions.boot_once(c, p["target"], mode=p["mode"], check_mode=module.check_mode),
-    )
+
+    def action(client):
+        result = actions.boot_once(
+            client, p["target"], mode=p["mode"], check_mode=module.check_mode
+        )
+        after = result.after
+        if module.check_mode and result.changed:  # the override it would set
+            after = {**result.before, "enabled": "Once", "target": p["target"]}
+            after["mode"] = p["mode"] or after["mode"]
+        result.details["diff"] = diff(result.before, after)
+        return result
+
+    run(module, action)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,16 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: redfish_clock
 short_description: Report a BMC's clock skew and correct it where the BMC allows
+author: racksmith maintainers (!UNKNOWN)
 description:
   - Reads C(Manager.DateTime) and compares it with the controller's clock (1 s resolution).
   - With C(correct=true) and a skew above C(max_skew), PATCHes C(DateTime) and reads it back;
     a BMC that refuses (400/405) fails with a reason pointing at NTP.
   - Never fails just because the clock is off; C(skewed) says so and playbooks decide.
-extends_documentation_fragment: [racksmith_redfish]
+extends_documentation_fragment:
+  - racksmith.core.racksmith_redfish
+  - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.redfish
 options:
   max_skew:
     description: Seconds of skew tolerated.
@@ -49,13 +53,25 @@ after:
   returned: success
 """
 
-from ansible.module_utils.basic import AnsibleModule
+import traceback
 
-from racksmith.redfish import actions
-from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    diff,
+    require_racksmith,
+)
+
+try:
+    from racksmith.redfish import actions
+    from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+except ImportError:
+    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
+else:
+    RACKSMITH_IMPORT_ERROR = None
 
 
 def main():
+    require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
             **COMMON_ARGUMENTS,
@@ -72,6 +88,10 @@ def main():
         )
         skew = result.after["skew_seconds"]
         result.details.update({"skew_seconds": skew, "skewed": abs(skew) > p["max_skew"]})
+        after = result.after
+        if module.check_mode and result.changed:  # it would set the BMC to the controller's time
+            after = {"bmc_time": result.before["controller_time"], "skew_seconds": 0.0}
+        result.details["diff"] = diff(result.before, after, keys=("bmc_time", "skew_seconds"))
         return result
 
     run(module, action)

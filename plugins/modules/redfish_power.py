@@ -5,6 +5,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: redfish_power
 short_description: Power a server on, off, cycle or restart it through Redfish, with read-back
+author: racksmith maintainers (!UNKNOWN)
 description:
   - Reads the power state first; C(on) on a server that is on (and C(off) on one that is off)
     changes nothing. Otherwise posts C(ComputerSystem.Reset) with a reset type the BMC
@@ -12,7 +13,10 @@ description:
   - iDRAC's 409 C(PSU501) ("already powered on") is treated as success with a warning.
   - Check mode reports the reset type it would post and changes nothing.
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
-extends_documentation_fragment: [racksmith_redfish]
+extends_documentation_fragment:
+  - racksmith.core.racksmith_redfish
+  - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.redfish
 options:
   state:
     description: C(on), C(off) (forced), C(graceful-off), C(cycle) (on if it was off), C(restart).
@@ -57,13 +61,29 @@ error_kind:
   returned: failure
 """
 
-from ansible.module_utils.basic import AnsibleModule
+import traceback
 
-from racksmith.redfish import actions
-from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    diff,
+    require_racksmith,
+)
+
+try:
+    from racksmith.redfish import actions
+    from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+except ImportError:
+    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
+else:
+    RACKSMITH_IMPORT_ERROR = None
+
+
+# The power state each goal ends in: what check mode's diff predicts.
+_GOAL_STATE = {"on": "On", "cycle": "On", "restart": "On", "off": "Off", "graceful-off": "Off"}
 
 
 def main():
+    require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
             **COMMON_ARGUMENTS,
@@ -74,12 +94,16 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    run(
-        module,
-        lambda c: actions.power(
-            c, p["state"], check_mode=module.check_mode, wait=p["wait"], poll=p["poll"]
-        ),
-    )
+
+    def action(client):
+        result = actions.power(
+            client, p["state"], check_mode=module.check_mode, wait=p["wait"], poll=p["poll"]
+        )
+        after = _GOAL_STATE[p["state"]] if module.check_mode and result.changed else result.after
+        result.details["diff"] = diff({"power_state": result.before}, {"power_state": after})
+        return result
+
+    run(module, action)
 
 
 if __name__ == "__main__":
