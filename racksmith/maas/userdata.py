@@ -55,6 +55,9 @@ def user_data(
             doc["write_files"] += value
         else:
             doc[key] = value
+    # Plain types only: values arriving from Ansible are str/dict subclasses (tagged, unsafe)
+    # that a YAML emitter refuses; a JSON round trip keeps the values and drops the classes.
+    plain = json.loads(json.dumps(doc))
     return HEADER + yaml.safe_dump(
-        doc, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 16
+        plain, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 16
     )

@@ -66,3 +66,13 @@ def test_site_extra_keys_merge_and_write_files_append():
         "/etc/site",
     ]
     assert doc["write_files"][1]["content"] == "a: b # c\n" and doc["timezone"] == "UTC"
+
+
+def test_string_subclasses_from_ansible_are_rendered_as_plain_text():
+    class Tagged(str):  # what Ansible hands a filter: str subclasses (unsafe/tagged values)
+        pass
+
+    doc = _load(user_data(Tagged("h1"), apt_proxy=Tagged("http://p:3142"),
+                          ssh_authorized_keys=[Tagged("ssh-ed25519 AAAA k: v")]))  # fmt: skip
+    assert doc["apt"]["http_proxy"] == "http://p:3142"
+    assert doc["ssh_authorized_keys"] == ["ssh-ed25519 AAAA k: v"]
