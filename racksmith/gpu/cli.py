@@ -36,6 +36,7 @@ from racksmith.health.checks import requirements
 from racksmith.health.cli import integer_at_least, positive_number, usage_error
 from racksmith.health.outcome import CheckResult, skipped, unknown
 from racksmith.health.parsers import ParseError, nvlink, smi_xml
+from racksmith.health.parsers.sysfs import pci_link
 from racksmith.health.report import Report
 
 from . import rules
@@ -274,7 +275,8 @@ def run(args: argparse.Namespace, console: Console | None = None) -> Report:
                 skipped("nvlink_p2p", "NVLink peer bandwidth", "no NVLink on this host type")
             )
         else:
-            echo(f"[gpu] nvlink: peer copies between {count} GPU(s)")
+            echo(f"[gpu] nvlink: topology, peer copies between {count} GPU(s)")
+            figures["nvlink_topology"] = _topology()
             results.append(
                 _guard("nvlink_p2p", "NVLink peer bandwidth", lambda: _p2p(gpus, sku, figures))
             )
@@ -383,6 +385,35 @@ def _stress_parts(gpus: list[int], sku: Sku, seconds: float, figures: dict) -> l
         ]
         out.append(result)
     return out
+
+
+def _topology() -> dict:
+    """How the GPUs are joined (``topology.classify``): recorded in the figures, no verdict
+    of its own (the quick checks judge link state and Fabric Manager, the copies judge speed)."""
+    from racksmith.health.host import Host
+
+    from . import topology
+
+    texts = {}
+    for args in (("topo", "-m"), ("nvlink", "-R")):
+        result = commands.run(("nvidia-smi", *args), 30.0)
+        if not result.ok:
+            return {"error": result.describe_failure()}
+        texts[args[0]] = result.stdout
+    host = Host()
+    root = host.sys("bus/pci/devices")
+    try:
+        pci = [
+            pci_link(d.name, host.read_attrs(d, topology.PCI_ATTRS)) for d in sorted(root.iterdir())
+        ]
+        fabric = topology.classify(
+            topology.parse_topo_matrix(texts["topo"]),
+            topology.parse_remote_links(texts["nvlink"]),
+            pci,
+        )
+    except (OSError, ParseError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return fabric.to_dict()
 
 
 def _p2p(gpus: list[int], sku: Sku, figures: dict) -> CheckResult:
