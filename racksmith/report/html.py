@@ -1,7 +1,8 @@
 """The run report as one static HTML page: no network, no external files, readable at 500
 hosts. Summary first (results, then causes with their actions), then filters by state and by
 cause, then one row per host, then the golden set. A few lines of inline JavaScript do the
-filtering; without JavaScript every row is still shown."""
+filtering; without JavaScript every row is still shown. A link can preset the filters:
+``report.html#state=QUARANTINED&cause=gpu_missing&q=rack12``."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ td.skipped,td.dash{color:#aaa}
 .r-GOLDEN{color:#1a6;font-weight:600}.r-bad{color:#c22;font-weight:600}
 .reason{color:#555;font-size:.9em;max-width:60em}
 .filters{margin:.6em 0;display:flex;gap:1em;align-items:center;flex-wrap:wrap}
-tr.hidden{display:none}.golden-list{columns:4 12em;font-family:monospace}
+table.causes{width:auto}tr.hidden{display:none}.golden-list{columns:4 12em;font-family:monospace}
 """
 
 _JS = """
@@ -45,7 +46,17 @@ _JS = """
     }
     shown.textContent=n+' of '+rows.length+' hosts shown';
   }
+  function fromHash(){
+    var parts=location.hash.replace(/^#/,'').split('&');
+    for(var i=0;i<parts.length;i++){
+      var kv=parts[i].split('='),v=decodeURIComponent(kv[1]||'');
+      if(kv[0]==='state')state.value=v;else if(kv[0]==='cause')cause.value=v;
+      else if(kv[0]==='q')text.value=v;
+    }
+  }
   state.onchange=cause.onchange=apply;text.oninput=apply;
+  window.onhashchange=function(){fromHash();apply();};
+  fromHash();
   var cards=document.querySelectorAll('[data-set]');
   for(var i=0;i<cards.length;i++){cards[i].onclick=function(){
     var k=this.dataset.set,v=this.dataset.value;
@@ -116,7 +127,8 @@ def render_html(report: RunReport) -> str:
         for c, n in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))
     )
     causes_html = (
-        "<table><thead><tr><th>hosts</th><th>cause</th><th>name</th><th>action</th></tr>"
+        '<table class="causes"><thead><tr><th>hosts</th><th>cause</th><th>name</th>'
+        "<th>action</th></tr>"
         f"</thead><tbody>{cause_rows}</tbody></table>"
         if causes
         else "<p>No failed hosts.</p>"
