@@ -1,5 +1,6 @@
-# racksmith: options every redfish_* module shares
-# (racksmith.redfish.ansible_support.COMMON_ARGUMENTS).
+# racksmith: options every redfish_* module shares.
+# GENERATED from racksmith/redfish/options.py (python -m racksmith.optionspec); do not edit by
+# hand: tests/unit/redfish/test_redfish_options.py fails when this text and the options differ.
 from __future__ import annotations
 
 
@@ -11,44 +12,78 @@ options:
     type: str
     required: true
   username:
-    description: BMC user; default from C(username_env) or C(credentials_file).
+    description: BMC user name; default from C(username_env) or C(credentials_file).
     type: str
   password:
-    description: BMC password (not logged); default from C(password_env) or C(credentials_file).
+    description:
+    - BMC password (never logged); default from C(password_env) or C(credentials_file).
+    - Prefer the environment or the file over a literal.
     type: str
   username_env:
-    description: Environment variable with the user name.
+    description: Environment variable holding the user name.
     type: str
     default: RACKSMITH_BMC_USERNAME
   password_env:
-    description: Environment variable with the password.
+    description: Environment variable holding the password.
     type: str
     default: RACKSMITH_BMC_PASSWORD
   credentials_file:
-    description: C(KEY=VALUE) file read when the environment lacks the variables.
+    description:
+    - C(KEY=VALUE) file read for the user name and password variables when the environment
+      lacks them (the lab's C(secrets/bmc.env)).
+    - It must be readable by its owner only (mode 0600 or stricter); otherwise it
+      is refused.
     type: path
   ca_bundle:
-    description: CA bundle to verify the BMC certificate (default system store).
+    description: CA bundle to verify BMC certificates with (default the system store).
     type: path
   validate_certs:
-    description: Opt out of TLS verification (logged as a warning).
+    description: Verify BMC certificates. Set to false only to opt out; every BMC
+      is then logged as insecure.
     type: bool
     default: true
   scheme:
-    description: C(https), or C(http) for emulators.
+    description: C(https) for real BMCs; C(http) only for emulators.
     type: str
     default: https
-    choices: [https, http]
+    choices:
+    - https
+    - http
+  auth:
+    description: C(session) (a Redfish session; Basic when the BMC has no session
+      service) or C(basic).
+    type: str
+    default: session
+    choices:
+    - session
+    - basic
   connect_timeout:
     description: Seconds to wait for a connection.
     type: float
-    default: 5
+    default: 5.0
   read_timeout:
-    description: Seconds to wait for each answer.
+    description: Seconds one answer may take once connected, however slowly it trickles
+      in, and the longest silence tolerated.
     type: float
-    default: 30
+    default: 30.0
+  retries:
+    description: Extra attempts after connection errors (safe requests only).
+    type: int
+    default: 2
   deadline:
-    description: Seconds for the whole action including read-back.
+    description: 'Seconds each BMC may take in total: every request, retry and backoff
+      (an action''s C(wait) comes on top). The error says which limit ran out.'
     type: float
-    default: 300
+    default: 120.0
+  allow_names:
+    description: Accept DNS names as BMCs. Each name is resolved once and the address
+      contacted is reported; off by default so that nothing but an address can choose
+      where the password goes.
+    type: bool
+    default: false
+  max_answer_bytes:
+    description: Largest answer read from a BMC, in bytes; a larger one is refused
+      unread (malformed).
+    type: int
+    default: 16777216
 """

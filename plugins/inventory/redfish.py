@@ -18,6 +18,11 @@ description:
   - Credentials are taken by reference (environment variables, an env file, or a vault-encrypted
     C(password)); a plain-text password in the inventory file is refused. Cached data holds
     discovered facts only, never a credential.
+  - A configuration error (bad target, plain-text password, missing credentials, a credentials
+    file others can read) fails the inventory with a message naming the file; with
+    C(unparsed_is_failed) set (racksmith's C(ansible.cfg) does) the run stops.
+  - Options share names and defaults with the C(redfish_*) modules and
+    C(racksmith redfish discover); they are defined once in C(racksmith.redfish.options).
 extends_documentation_fragment:
   - constructed
   - inventory_cache
@@ -28,8 +33,10 @@ options:
     choices: [redfish]
   targets:
     description:
-      - BMCs as C(HOST[:PORT]), C(HOST:PORT-PORT), CIDRs (C(10.0.0.0/28)) or address ranges
-        (C(10.0.0.10-10.0.0.40), C(10.0.0.10-40)).
+      - BMCs as C(ADDRESS[:PORT]), C(ADDRESS:PORT-PORT), CIDRs (C(10.0.0.0/28)), address ranges
+        (C(10.0.0.10-10.0.0.40), C(10.0.0.10-40)) or C([IPv6]:PORT).
+      - Addresses are dotted quads; C(127.1)-style shorthands are refused. DNS names only with
+        C(allow_names).
     type: list
     elements: str
     required: true
@@ -60,6 +67,7 @@ options:
     description:
       - A C(KEY=VALUE) file read for the two variables when the environment lacks them (the lab's
         C(secrets/bmc.env)). C(${VAR:-default}) and C(~) are expanded.
+      - It must be readable by its owner only (mode 0600 or stricter); otherwise it is refused.
     type: str
   ca_bundle:
     description:
@@ -83,15 +91,29 @@ options:
     type: int
     default: 64
   deadline:
-    description: Seconds each BMC may take in total (all its requests, retries and backoff).
+    description:
+      - Seconds each BMC may take in total (all its requests, retries and backoff). Every request
+        ends within it, however slowly a BMC trickles bytes.
     type: float
     default: 120
+  allow_names:
+    description:
+      - Accept DNS names in C(targets). Each name is resolved once; C(redfish_address) is the
+        address contacted.
+    type: bool
+    default: false
+  max_answer_bytes:
+    description: Largest answer read from a BMC, in bytes; a larger one is refused unread.
+    type: int
+    default: 16777216
   connect_timeout:
     description: Seconds to wait for a connection.
     type: float
     default: 5
   read_timeout:
-    description: Seconds to wait for each answer.
+    description:
+      - Seconds one answer may take once connected, however slowly it trickles in, and the
+        longest silence tolerated.
     type: float
     default: 30
   retries:
@@ -263,7 +285,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def _discover(self, config, path):
         try:
             found = rs_targets.expand(
-                self.get_option("targets"), default_port=self.get_option("port")
+                self.get_option("targets") or [],
+                default_port=self.get_option("port"),
+                allow_names=bool(self.get_option("allow_names")),
             )
             ca_bundle = self.get_option("ca_bundle")
             ca_path = str(expand_path(ca_bundle)) if ca_bundle else None
@@ -279,6 +303,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     read_timeout=float(self.get_option("read_timeout")),
                     retries=int(self.get_option("retries")),
                     auth=self.get_option("auth"),
+                    max_answer_bytes=int(self.get_option("max_answer_bytes")),
                 ),
                 concurrency=int(self.get_option("concurrency")),
                 deadline=float(self.get_option("deadline")),
@@ -287,7 +312,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             )
         except OSError as exc:
             raise AnsibleParserError(f"{path}: ca_bundle {exc.filename}: {exc.strerror}") from None
-        except (rs_targets.TargetError, ValueError) as exc:
+        except (rs_targets.TargetError, ValueError, TypeError) as exc:
             raise AnsibleParserError(f"{path}: {exc}") from None
         creds = self._credentials(config, path)
         handler = _DisplayHandler(self.display)
@@ -311,6 +336,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             else None,
             "username_env": self.get_option("username_env"),
             "password_env": self.get_option("password_env"),
+            "allow_names": bool(self.get_option("allow_names")),
         }
         records = []
         for result in results:

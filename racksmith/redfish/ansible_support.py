@@ -1,7 +1,8 @@
 """What the ``redfish_*`` Ansible modules share: one argument spec, one way to connect, one way
 to report. Kept here (not in ``module_utils``) because the modules run on the controller under
 the same interpreter as racksmith, and so the modules stay a screen long each. The options are
-documented once, in ``plugins/doc_fragments/racksmith_redfish.py``.
+defined once, in :mod:`racksmith.redfish.options`, which also produces the text of
+``plugins/doc_fragments/racksmith_redfish.py`` and the CLI options.
 
 Credentials: ``password`` is ``no_log``; when it is not given it comes from the environment
 variable (default ``RACKSMITH_BMC_PASSWORD``) or a ``credentials_file``, so playbooks can pass
@@ -14,26 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from racksmith.redfish import credentials, targets
+from racksmith.optionspec import argument_spec
+from racksmith.redfish import credentials, options, targets
 from racksmith.redfish.actions import ActionResult
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.errors import RedfishError
 from racksmith.secrets import redact
 
-COMMON_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "bmc": {"type": "str", "required": True},
-    "username": {"type": "str"},
-    "password": {"type": "str", "no_log": True},
-    "username_env": {"type": "str", "default": credentials.DEFAULT_USERNAME_ENV},
-    "password_env": {"type": "str", "default": credentials.DEFAULT_PASSWORD_ENV, "no_log": False},
-    "credentials_file": {"type": "path"},
-    "ca_bundle": {"type": "path"},
-    "validate_certs": {"type": "bool", "default": True},
-    "scheme": {"type": "str", "default": "https", "choices": ["https", "http"]},
-    "connect_timeout": {"type": "float", "default": 5.0},
-    "read_timeout": {"type": "float", "default": 30.0},
-    "deadline": {"type": "float", "default": 300.0},
-}
+COMMON_ARGUMENTS: dict[str, dict[str, Any]] = argument_spec(options.MODULE)
 
 
 def _credentials(params: dict[str, Any]) -> credentials.Credentials:
@@ -55,28 +44,31 @@ def _credentials(params: dict[str, Any]) -> credentials.Credentials:
 
 
 def client_from_params(params: dict[str, Any]) -> RedfishClient:
-    found = targets.parse(params["bmc"])
+    found = targets.parse(params["bmc"], allow_names=bool(params.get("allow_names")))
     if len(found) != 1:
         raise ValueError(
             f"bmc {params['bmc']!r} names {len(found)} BMCs; a module acts on exactly one"
         )
-    options = ClientOptions(
+    client_options = ClientOptions(
         scheme=params["scheme"],
         verify=params["validate_certs"],
         ca_bundle=params.get("ca_bundle"),
         connect_timeout=params["connect_timeout"],
         read_timeout=params["read_timeout"],
+        retries=params["retries"],
+        auth=params["auth"],
+        max_answer_bytes=params["max_answer_bytes"],
     )
-    return RedfishClient(
-        found[0], _credentials(params), options, deadline=Deadline(params["deadline"])
-    )
+    # An action that waits (power: ``wait``) gets its wait on top of the request deadline.
+    budget = params["deadline"] + float(params.get("wait") or 0)
+    return RedfishClient(found[0], _credentials(params), client_options, deadline=Deadline(budget))
 
 
 def run(module: Any, action: Callable[[RedfishClient], ActionResult]) -> None:
     """Connect, run ``action``, and exit the module with changed/before/after or a reason."""
     try:
         client = client_from_params(module.params)
-    except (ValueError, credentials.CredentialsError) as exc:
+    except (ValueError, targets.TargetError, credentials.CredentialsError) as exc:
         module.fail_json(msg=redact(str(exc)))
         return
     try:

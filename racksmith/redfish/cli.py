@@ -23,9 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from racksmith.redfish import actions, credentials, parse, targets
+from racksmith.errors import UsageError
+from racksmith.optionspec import add_arguments, seconds
+from racksmith.redfish import actions, credentials, options, parse, targets
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
-from racksmith.redfish.discover import EXTRAS, BmcResult, DiscoveryOptions, discover
+from racksmith.redfish.discover import BmcResult, DiscoveryOptions, discover
 from racksmith.redfish.errors import RedfishError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -33,51 +35,16 @@ DESTRUCTIVE = ("off", "graceful-off", "cycle", "restart")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
+    """The connection options, generated from :mod:`racksmith.redfish.options` (the same
+    names and defaults as the modules and the inventory plugin)."""
     parser.add_argument(
         "--bmc",
         action="append",
         required=True,
         metavar="TARGET",
-        help="BMC HOST[:PORT[-PORT]], CIDR or range A-B; repeat as needed",
+        help="BMC ADDRESS[:PORT[-PORT]], CIDR, range A-B or [IPv6]; repeat as needed",
     )
-    parser.add_argument(
-        "--port", type=int, default=443, help="port when a target names none (default 443)"
-    )
-    parser.add_argument(
-        "--username", help=f"BMC user (default: ${credentials.DEFAULT_USERNAME_ENV})"
-    )
-    parser.add_argument("--username-env", default=credentials.DEFAULT_USERNAME_ENV, metavar="VAR")
-    parser.add_argument(
-        "--password-env",
-        default=credentials.DEFAULT_PASSWORD_ENV,
-        metavar="VAR",
-        help="environment variable holding the password (default %(default)s)",
-    )
-    parser.add_argument(
-        "--env-file",
-        type=Path,
-        help="KEY=VALUE file read when the variables are not set (e.g. the lab's secrets/bmc.env)",
-    )
-    tls = parser.add_mutually_exclusive_group()
-    tls.add_argument(
-        "--ca-bundle", help="CA bundle to verify BMC certificates (default: system store)"
-    )
-    tls.add_argument(
-        "--insecure", action="store_true", help="do NOT verify certificates (logged loudly)"
-    )
-    parser.add_argument("--scheme", choices=("https", "http"), default="https")
-    parser.add_argument("--auth", choices=("session", "basic"), default="session")
-    parser.add_argument("--connect-timeout", type=float, default=5.0)
-    parser.add_argument("--read-timeout", type=float, default=30.0)
-    parser.add_argument(
-        "--retries", type=int, default=2, help="extra attempts after connection errors (default 2)"
-    )
-    parser.add_argument(
-        "--deadline",
-        type=float,
-        default=120.0,
-        help="seconds per BMC, all requests included (default 120)",
-    )
+    add_arguments(parser, (options.PORT, *options.CLI_CONNECTION))
     parser.add_argument("-v", "--verbose", action="count", default=0)
 
 
@@ -89,21 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", help="one JSON object per BMC on stdout (default: a table)"
     )
-    p.add_argument("--concurrency", type=int, default=64, help="BMCs queried at once (default 64)")
-    p.add_argument(
-        "--pxe-rule",
-        action="append",
-        metavar="RULE",
-        help="id:<NIC>, slot:<n>, prefix:<id>, link:up or first; tried in order (default "
-             f"{' '.join(parse.DEFAULT_PXE_RULES)})",
-    )
-    p.add_argument(
-        "--extra",
-        action="append",
-        choices=sorted(EXTRAS),
-        default=[],
-        help="also collect these (more requests)",
-    )
+    add_arguments(p, (options.CONCURRENCY, options.PXE_RULES, options.EXTRAS_OPTION))
     p.set_defaults(func=_discover)
 
     p = subparsers.add_parser(
@@ -112,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("state", choices=actions.POWER_STATES)
     p.add_argument(
-        "--wait", type=float, default=120.0, help="seconds to wait for the new power state"
+        "--wait", type=seconds, default=120.0, help="seconds to wait for the new power state"
     )
     p.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     p.add_argument("--yes", action="store_true", help="confirm off/cycle/restart")
@@ -129,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("clock", help="report BMC clock skew; --set corrects it")
     _common(p)
-    p.add_argument("--max-skew", type=float, default=5.0, help="seconds tolerated (default 5)")
+    p.add_argument("--max-skew", type=seconds, default=5.0, help="seconds tolerated (default 5)")
     p.add_argument("--set", action="store_true", help="set the BMC clock when skewed")
     p.add_argument("--dry-run", action="store_true")
     p.set_defaults(func=_clock)
@@ -146,24 +99,26 @@ def _setup(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        found = targets.expand(args.bmc, default_port=args.port)
+        found = targets.expand(args.bmc, default_port=args.port, allow_names=args.allow_names)
+        env_file = Path(args.credentials_file) if args.credentials_file else None
         creds = credentials.from_env(
-            args.username_env, args.password_env, env_file=args.env_file, username=args.username
+            args.username_env, args.password_env, env_file=env_file, username=args.username
         )
-        options = ClientOptions(
+        client_options = ClientOptions(
             scheme=args.scheme,
-            verify=not args.insecure,
+            verify=args.validate_certs,
             ca_bundle=args.ca_bundle,
             connect_timeout=args.connect_timeout,
             read_timeout=args.read_timeout,
             retries=args.retries,
             auth=args.auth,
+            max_answer_bytes=args.max_answer_bytes,
         )
     except (targets.TargetError, credentials.CredentialsError, ValueError) as exc:
-        raise SystemExit(f"racksmith redfish: {exc}") from None
+        raise UsageError(f"redfish: {exc}") from None
     if args.ca_bundle and not Path(args.ca_bundle).is_file():
-        raise SystemExit(f"racksmith redfish: --ca-bundle {args.ca_bundle}: no such file")
-    return found, creds, options
+        raise UsageError(f"redfish: --ca-bundle {args.ca_bundle}: no such file")
+    return found, creds, client_options
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -197,15 +152,15 @@ def _table(results: list[BmcResult]) -> None:
 def _discover(args: argparse.Namespace) -> int:
     found, creds, client_options = _setup(args)
     try:
-        options = DiscoveryOptions(
+        discovery = DiscoveryOptions(
             client=client_options,
             concurrency=args.concurrency,
             deadline=args.deadline,
-            pxe_rules=tuple(args.pxe_rule or parse.DEFAULT_PXE_RULES),
-            extras=frozenset(args.extra),
+            pxe_rules=tuple(args.pxe_rules or parse.DEFAULT_PXE_RULES),
+            extras=frozenset(args.extras or ()),
         )
     except ValueError as exc:
-        raise SystemExit(f"racksmith redfish discover: {exc}") from None
+        raise UsageError(f"redfish discover: {exc}") from None
     interactive = sys.stderr.isatty()
 
     def progress(done: int, total: int, result: BmcResult) -> None:
@@ -217,7 +172,7 @@ def _discover(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    results = discover(found, creds, options, progress=progress)
+    results = discover(found, creds, discovery, progress=progress)
     if args.json:
         for result in results:
             _emit(result.as_dict())
@@ -235,23 +190,23 @@ def _discover(args: argparse.Namespace) -> int:
 def _explicit(args: argparse.Namespace) -> None:
     """Acting on hardware: every BMC must be named, not swept up by a CIDR or range."""
     for spec in args.bmc:
-        if len(targets.parse(spec, args.port)) != 1:
-            raise SystemExit(
-                f"racksmith redfish {args.command}: {spec!r} names several BMCs; list each one "
-                "explicitly"
+        if targets.count(spec, args.port, allow_names=args.allow_names) != 1:
+            raise UsageError(
+                f"redfish {args.command}: {spec!r} names several BMCs; list each one explicitly"
             )
 
 
 def _act(
     args: argparse.Namespace, verb: str, run: Callable[[RedfishClient], actions.ActionResult]
 ) -> int:
-    found, creds, options = _setup(args)
+    found, creds, client_options = _setup(args)
     _explicit(args)
     print(f"{verb} on {len(found)} BMC(s): {', '.join(map(str, found))}", file=sys.stderr)
     failed = 0
     for target in found:
         try:
-            with RedfishClient(target, creds, options, deadline=Deadline(args.deadline)) as client:
+            deadline = Deadline(args.deadline + float(getattr(args, "wait", 0) or 0))
+            with RedfishClient(target, creds, client_options, deadline=deadline) as client:
                 _emit({"bmc": str(target), **run(client).as_dict(), "error": None})
         except RedfishError as exc:
             failed += 1

@@ -69,7 +69,7 @@ class DiscoveryOptions:
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if not (self.deadline > 0 and math.isfinite(self.deadline)):  # NaN: no deadline at all
-            raise ValueError(f"deadline must be a positive number of seconds, not {self.deadline!r}")
+            raise ValueError(f"deadline must be a positive number of seconds, not {self.deadline}")
         unknown = set(self.extras) - EXTRAS
         if unknown:
             raise ValueError(f"unknown extras {sorted(unknown)}; choose from {sorted(EXTRAS)}")
