@@ -92,7 +92,7 @@ def write_tickets(
     for diagnosis in diagnoses:
         ticket = ticket_dict(diagnosis, run_id)
         stem = file_stem(diagnosis.host)
-        _write(folder / f"{stem}.json", json.dumps(ticket, indent=2, sort_keys=True) + "\n")
+        _write(folder / f"{stem}.json", json.dumps(ticket, sort_keys=True) + "\n")
         _write(folder / f"{stem}.md", ticket_markdown(ticket))
         written[diagnosis.host] = f"{TICKETS_DIR}/{stem}.md"
     keep = {Path(p).stem for p in written.values()}
