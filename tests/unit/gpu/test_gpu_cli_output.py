@@ -268,3 +268,10 @@ def test_health_help_has_examples_and_version():
     assert proc.returncode == 0 and "check --json > report.json" in proc.stdout
     proc = python_m("racksmith.health", "--version")
     assert proc.returncode == 0 and "report schema racksmith.health/v1" in proc.stdout
+
+
+def test_topology_without_nvidia_smi_is_an_error_not_a_guess(monkeypatch, tmp_path):
+    from racksmith.gpu import cli
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert cli._topology() == {"error": "`nvidia-smi topo -m`: nvidia-smi not found on PATH"}

@@ -86,6 +86,15 @@ def test_the_test_host_is_a_vm_on_part_of_a_switched_board():
     assert "nvswitch" not in text(TOPO / "dev.txt").lower()
 
 
+def test_the_load_report_records_the_topology_measured_on_the_host():
+    """``gpu run --only nvlink`` on a third GPU pair of the same machine kind."""
+    r = report("nvlink-only.json")
+    assert r["verdict"] == "FIT"
+    assert r["figures"]["nvlink_topology"]["kind"] == "outside"
+    assert r["figures"]["nvlink_topology"]["far_ends"] == {"hidden": 36}
+    assert r["figures"]["nvlink_p2p_gbs"] == {"0->1": 392.2, "1->0": 391.1}
+
+
 def test_direct_links_and_visible_switches_classify_as_such():
     """The same capture with the far ends edited the two other ways a host can be built."""
     matrix = topology.parse_topo_matrix(text(TOPO / "topo-m.txt"))
