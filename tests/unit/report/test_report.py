@@ -86,7 +86,7 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
       when: inventory_hostname == 'b'
     - name: quarantine another
       ansible.builtin.set_fact:
-        racksmith_quarantine_reason: "7 of 8 GPUs"
+        racksmith_quarantine_reason: "expected 8 GPUs, BMC reports 7 (Video.Slot.1-1)"
       when: inventory_hostname == 'c'
 - name: validate
   hosts: all:!b:!c
@@ -116,8 +116,15 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
     assert {h: r["result"] for h, r in data["hosts"].items()} == {
         "a": "GOLDEN", "b": "FAILED:discover", "c": "QUARANTINED",
     }
-    for path in (run_dir / "report.json", run_dir / "report.txt"):
-        assert "pw-that-must-not-leak" not in path.read_text()
+    assert data["hosts"]["c"]["triage"]["cause"] == "gpu_missing"
+    assert data["hosts"]["b"]["triage"]["ticket"] == "tickets/b.md"
+    written = [run_dir / n for n in ("report.json", "report.txt", "report.html", "report.prom")]
+    written += sorted((run_dir / "tickets").iterdir())
+    assert [p.name for p in written[4:]] == ["b.json", "b.md", "c.json", "c.md"]
+    for path in written:
+        assert "pw-that-must-not-leak" not in path.read_text(), path
+    history = (tmp_path / "history.jsonl").read_text().splitlines()
+    assert len(history) == 1 and json.loads(history[0])["hosts"]["a"] == {"result": "GOLDEN"}
 
 
 def test_phase_verdict_wins_over_task_counts_and_reasons_are_not_repeated():
