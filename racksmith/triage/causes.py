@@ -86,6 +86,8 @@ _TABLE = (
           "Rerun validate for the host; if the figure stays low, bisect the job's hosts."),
     Cause("health_undecided", "Health checks could not decide", Action.RETRY,
           "Find why the check could not run (see the evidence); the host is not fit until it can."),
+    Cause("site_config", "No hardware expectation for the server's model", Action.RETRY,
+          "Add the model to racksmith_expected_hardware (GPU count and model), then rerun."),
     Cause("unclassified", "No rule recognised the failure", Action.INVESTIGATE,
           "Read the evidence; add a triage rule once the cause is known."),
 )

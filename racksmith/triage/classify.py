@@ -45,7 +45,8 @@ _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"\bPXE\b|\bTFTP\b|network boot|did not boot|never booted|failed to boot"
          r"|timed the machine out"),
         ("host_unreachable", r"\bunreachable\b|no answer|ssh.*(refused|timed out)"),
-        ("bmc_error", r"^BMC \S+: "),
+        ("site_config", r"no hardware expectation for model|expectation for .* has a"),
+        ("bmc_error", r"^BMC \S+: |BMC's GPU list is unusable"),
     )
 )
 
@@ -77,7 +78,6 @@ _BMC_KINDS = {
 
 #: What a failure in a phase means when nothing more specific matched.
 _PHASE_FALLBACK = {
-    "discover": "bmc_error",
     "enlist": "commissioning_failed",
     "deploy": "deploy_failed",
     "reprovision": "deploy_failed",

@@ -90,6 +90,10 @@ def test_health_lines_are_named_by_their_check(line, want):
         ("enlist", "commissioning failed: 50-maas-01 exited 1", "commissioning_failed"),
         ("discover", "BMC 10.0.0.9:443: answered without Systems", "bmc_error"),
         ("discover", "expected 8 NICs, BMC reports 6", "nic_missing"),
+        ("discover", "no hardware expectation for model PowerEdge R760 (set it)", "site_config"),
+        ("discover", "BMC clock off by +7260 s and not corrected (refused)", "clock_skew"),
+        ("discover", "BMC clock could not be checked or set: no reading returned", "clock_skew"),
+        ("discover", "the BMC's GPU list is unusable (str): cannot triage", "bmc_error"),
     ],
 )
 def test_reasons_from_every_phase(phase, text, want):
