@@ -295,17 +295,22 @@ def _pair_at(
     for routes in buckets.values():
         rng.shuffle(routes)
         routes.sort(key=lambda r: r[2][-1] not in covered)  # popped from the end
-    heap = [(-len(v), key) for key, v in sorted(buckets.items())]
+
+    def entry(key: int) -> tuple[int, bool, float, int]:
+        # biggest group first; among equals, one whose next route still loads a new link
+        routes = buckets[key]
+        return (-len(routes), routes[-1][2][-1] in covered, rng.random(), key)
+
+    heap = [entry(key) for key in sorted(buckets)]
     heapq.heapify(heap)
     out = []
     while len(heap) >= 2:
-        n1, k1 = heapq.heappop(heap)
-        n2, k2 = heapq.heappop(heap)
+        k1, k2 = heapq.heappop(heap)[3], heapq.heappop(heap)[3]
         a, b = buckets[k1].pop(), buckets[k2].pop()
         out.append(Pair(a[0], b[0], sw, a[2] + b[2][::-1]))
-        for n, k in ((n1, k1), (n2, k2)):
-            if n + 1 < 0:
-                heapq.heappush(heap, (n + 1, k))
+        for k in (k1, k2):
+            if buckets[k]:
+                heapq.heappush(heap, entry(k))
     left = [r for routes in buckets.values() for r in routes]
     return out, left
 
