@@ -1,4 +1,6 @@
-# racksmith: options every maas_* module shares (racksmith.maas.ansible CONNECTION_ARGS, WAIT_ARGS).
+# racksmith: options every maas_* module shares.
+# GENERATED from racksmith/maas/options.py (python -m racksmith.optionspec); do not edit by
+# hand: tests/unit/maas/test_maas_options.py fails when this text and the options differ.
 from __future__ import annotations
 
 
@@ -6,20 +8,23 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   maas_url:
-    description:
-      - MAAS URL, e.g. C(http://maas:5240/MAAS/); default from C(MAAS_URL) or
-        C(maas_credentials_file).
+    description: MAAS URL, e.g. C(http://maas:5240/MAAS/); default from C(MAAS_URL)
+      or C(credentials_file).
     type: str
   maas_api_key:
-    description:
-      - API key C(consumer:token:secret) (never logged); default from C(MAAS_API_KEY) or
-        C(maas_credentials_file). Prefer the environment or the file over a literal.
+    description: API key C(consumer:token:secret) (never logged); default from C(MAAS_API_KEY)
+      or C(credentials_file). Prefer the environment or the file over a literal.
     type: str
-  maas_credentials_file:
+  credentials_file:
     description:
-      - C(KEY=VALUE) file with C(MAAS_URL) and C(MAAS_API_KEY), read when the environment
-        lacks them; C(${VAR:-default}) is expanded.
-    type: str
+    - C(KEY=VALUE) file with C(MAAS_URL) and C(MAAS_API_KEY), read when the environment
+      lacks them; C(${VAR:-default}) is expanded.
+    - It must be readable by its owner only (mode 0600 or stricter); otherwise it
+      is refused.
+    - C(maas_credentials_file) is the old spelling, still accepted.
+    type: path
+    aliases:
+    - maas_credentials_file
   validate_certs:
     description: Verify MAAS's TLS certificate.
     type: bool
@@ -27,13 +32,29 @@ options:
   ca_bundle:
     description: CA bundle to verify MAAS's certificate with.
     type: path
+  timeout:
+    description: Seconds one request may take once connected (its whole answer, however
+      slowly it trickles in); connecting has its own 10 s.
+    type: float
+    default: 30.0
+  deadline:
+    description: Seconds one API call may take with every retry and backoff; a MAAS
+      that never answers fails within it. Status waits are bounded by C(wait_budgets)
+      instead.
+    type: float
+    default: 55.0
+  max_answer_bytes:
+    description: Largest answer read from MAAS, in bytes; a larger one is refused
+      unread.
+    type: int
+    default: 67108864
   poll_interval:
     description: Seconds between status polls (jittered +-25%); default 10-15.
     type: float
   wait_budgets:
-    description:
-      - Minutes a machine may stay in each transitional state, by state name
-        (commissioning 45, testing 45, allocated 10, deploying 60, releasing 15, disk_erasing 360).
+    description: Minutes a machine may stay in each transitional state, by state name
+      (commissioning 45, testing 45, allocated 10, deploying 60, releasing 15, disk_erasing
+      360).
     type: dict
     default: {}
 """

@@ -14,6 +14,10 @@ description:
     C(maas_zone_<zone>), and gets C(maas_*) facts (system id, status, tags, boot disk...).
   - Credentials by reference only (C(MAAS_URL)/C(MAAS_API_KEY) or a C(KEY=VALUE) file); the
     cache holds machine facts, never the key.
+  - Any configuration error, an unreachable or silent MAAS, or an answer that is not a machine
+    listing fails the inventory with the reason (with racksmith's C(ansible.cfg) the run stops).
+  - Options share names and defaults with the C(maas_*) modules and C(racksmith maas); they are
+    defined once in C(racksmith.maas.options).
 extends_documentation_fragment:
   - constructed
   - inventory_cache
@@ -26,6 +30,7 @@ options:
     description:
       - C(KEY=VALUE) file with C(MAAS_URL) and C(MAAS_API_KEY), read when the environment lacks
         them; C(${VAR:-default}) is expanded.
+      - It must be readable by its owner only (mode 0600 or stricter); otherwise it is refused.
     type: str
   validate_certs:
     description: Verify MAAS's TLS certificate.
@@ -47,9 +52,21 @@ options:
     description: SSH key set on deployed machines (C(${VAR:-default}) is expanded); unset leaves it.
     type: str
   timeout:
-    description: Read timeout in seconds for the one API call.
+    description:
+      - Seconds one request may take once connected (its whole answer, however slowly it
+        trickles in); connecting has its own 10 s.
     type: float
     default: 30
+  deadline:
+    description:
+      - Seconds the listing may take with every retry and backoff; a MAAS that never answers
+        fails the inventory within it.
+    type: float
+    default: 55
+  max_answer_bytes:
+    description: Largest answer read from MAAS, in bytes; a larger one is refused unread.
+    type: int
+    default: 67108864
 """
 
 EXAMPLES = r"""
@@ -67,10 +84,10 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 try:
+    from racksmith.maas import options as maas_options
     from racksmith.maas.auth import resolve_credentials
-    from racksmith.maas.client import MaasClient
     from racksmith.maas.errors import MaasError
-    from racksmith.maas.model import Machine, NodeStatus
+    from racksmith.maas.model import NodeStatus, parse_machines
     from racksmith.secrets import expand_path
 except ImportError as exc:  # pragma: no cover - depends on the controller's environment
     RACKSMITH_IMPORT_ERROR: ImportError | None = exc
@@ -117,15 +134,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             )
             verify = str(expand_path(ca_bundle)) if ca_bundle else self.get_option("validate_certs")
             statuses = [NodeStatus[s.upper()].filter_name for s in self.get_option("statuses")]
-            with MaasClient(
-                creds, verify=verify, timeout=(10.0, self.get_option("timeout")), retries=2
-            ) as client:
+            settings = {
+                name: self.get_option(name) for name in ("timeout", "deadline", "max_answer_bytes")
+            }
+            with maas_options.client_for(creds, verify, settings) as client:
                 data = client.get("machines/", {"status": statuses} if statuses else None)
+                return [m.summary() for m in parse_machines(data)]
         except KeyError as exc:
             raise AnsibleParserError(f"{path}: unknown MAAS status {exc}") from None
         except MaasError as exc:
             raise AnsibleParserError(f"{path}: cannot list MAAS machines: {exc}") from None
-        return [Machine.from_json(m).summary() for m in data]
 
     def _populate(self, summaries):
         self.inventory.add_group("maas_deployed")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from racksmith.maas import machines
+from racksmith.maas import machines, options
 from racksmith.maas.auth import resolve_credentials
 from racksmith.maas.client import MaasClient
 from racksmith.maas.errors import MaasConfigError, MaasError, MachineFailed
@@ -20,6 +20,7 @@ from racksmith.maas.lifecycle import WaitPolicy
 from racksmith.maas.machines import Outcome
 from racksmith.maas.model import Machine
 from racksmith.maas.storage import BootDiskRule
+from racksmith.optionspec import argument_spec
 from racksmith.redfish.credentials import (
     DEFAULT_PASSWORD_ENV,
     DEFAULT_USERNAME_ENV,
@@ -28,22 +29,11 @@ from racksmith.redfish.credentials import (
 )
 from racksmith.secrets import expand_path
 
-CONNECTION_ARGS: dict[str, dict[str, Any]] = {
-    "maas_url": {"type": "str"},
-    "maas_api_key": {"type": "str", "no_log": True},
-    "maas_credentials_file": {"type": "str"},
-    "validate_certs": {"type": "bool", "default": True},
-    "ca_bundle": {"type": "path"},
-}
-WAIT_ARGS: dict[str, dict[str, Any]] = {
-    "poll_interval": {"type": "float"},
-    "wait_budgets": {"type": "dict", "default": {}},
-}
-SELECTOR_ARGS: dict[str, dict[str, Any]] = {
-    "pxe_mac": {"type": "str"},
-    "hostname": {"type": "str"},
-    "system_id": {"type": "str"},
-}
+# Generated from the one definition of the options (racksmith/maas/options.py), which also
+# produces plugins/doc_fragments/racksmith_maas.py and the ``racksmith maas`` options.
+CONNECTION_ARGS: dict[str, dict[str, Any]] = argument_spec(options.CONNECTION)
+WAIT_ARGS: dict[str, dict[str, Any]] = argument_spec(options.WAIT)
+SELECTOR_ARGS: dict[str, dict[str, Any]] = argument_spec(options.SELECTOR)
 BOOT_DISK_ARGS: dict[str, dict[str, Any]] = {
     "boot_disk": {"type": "dict"},
     "storage_layout": {
@@ -96,10 +86,10 @@ def connect(params: dict[str, Any]) -> MaasClient:
     creds = resolve_credentials(
         url=params.get("maas_url"),
         api_key=params.get("maas_api_key"),
-        credentials_file=params.get("maas_credentials_file"),
+        credentials_file=params.get("credentials_file"),
     )
     verify: bool | str = params["ca_bundle"] or bool(params["validate_certs"])
-    return MaasClient(creds, verify=verify)
+    return options.client_for(creds, verify, params)
 
 
 def policy(params: dict[str, Any]) -> WaitPolicy:

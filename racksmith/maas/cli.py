@@ -1,7 +1,10 @@
 """``racksmith maas ...``: operator commands over the same library calls the playbooks use.
 
-Credentials come from ``MAAS_URL`` / ``MAAS_API_KEY`` or ``--credentials FILE`` (a
-``KEY=VALUE`` file such as the lab's ``secrets/maas.env``); the key is never printed.
+Credentials come from ``MAAS_URL`` / ``MAAS_API_KEY`` or ``--credentials-file FILE`` (a
+``KEY=VALUE`` file such as the lab's ``secrets/maas.env``, mode 0600); the key is never printed.
+Every API call ends within ``--deadline`` seconds (default 55), each request within
+``--timeout``; a MAAS that never answers fails in under a minute. Bad input exits 2, a failed
+operation 1, and a malformed answer from MAAS is an error message, never a traceback.
 Destructive commands (release, mark-broken) say what they will do and need ``--yes``.
 """
 
@@ -12,17 +15,22 @@ import json
 import sys
 from pathlib import Path
 
-from racksmith.maas import lifecycle, machines, triage
+from racksmith.errors import UsageError
+from racksmith.maas import lifecycle, machines, options, triage
 from racksmith.maas.auth import resolve_credentials
 from racksmith.maas.client import MaasClient
 from racksmith.maas.errors import MaasConfigError, MaasError, MaasNotFound, MachineFailed
 from racksmith.maas.model import Machine, parse_events, parse_machines
+from racksmith.optionspec import add_arguments
 
 
 def _connect(args: argparse.Namespace) -> MaasClient:
-    creds = resolve_credentials(credentials_file=args.credentials)
-    verify: bool | str = str(args.ca_bundle) if args.ca_bundle else not args.insecure
-    return MaasClient(creds, verify=verify)
+    try:
+        creds = resolve_credentials(credentials_file=args.credentials_file)
+        verify: bool | str = str(args.ca_bundle) if args.ca_bundle else args.validate_certs
+        return options.client_for(creds, verify, args)
+    except MaasConfigError as exc:  # bad settings or credentials: a usage error, exit 2
+        raise UsageError(f"maas: {exc}") from None
 
 
 def _machine(client: MaasClient, ref: str) -> Machine:
@@ -84,7 +92,10 @@ def cmd_triage(args: argparse.Namespace, client: MaasClient) -> int:
 
 def cmd_deploy(args: argparse.Namespace, client: MaasClient) -> int:
     m = _machine(client, args.machine)
-    user_data = Path(args.user_data).read_bytes() if args.user_data else None
+    try:
+        user_data = Path(args.user_data).read_bytes() if args.user_data else None
+    except OSError as exc:
+        raise UsageError(f"maas deploy: --user-data {args.user_data}: {exc.strerror}") from None
     options = lifecycle.DeployOptions(
         distro_series=args.distro, hwe_kernel=args.kernel, user_data=user_data
     )
@@ -139,19 +150,7 @@ def _run(handler):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--credentials",
-        metavar="FILE",
-        help="KEY=VALUE file with MAAS_URL and MAAS_API_KEY (env vars win)",
-    )
-    common.add_argument("--ca-bundle", metavar="FILE", help="CA bundle to verify MAAS's TLS")
-    common.add_argument("--insecure", action="store_true", help="do not verify TLS (not advised)")
-    common.add_argument(
-        "--poll-interval",
-        type=float,
-        default=None,
-        help="seconds between status polls (default 10-15, jittered)",
-    )
+    add_arguments(common, (*options.CONNECTION, *options.WAIT))
 
     def add(name: str, handler, help_text: str) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(
