@@ -43,7 +43,7 @@ _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("hardware_critical", r"health rollup is Critical"),
         ("boot_failure",
          r"\bPXE\b|\bTFTP\b|network boot|did not boot|never booted|failed to boot"
-         r"|timed the machine out"),
+         r"|timed the machine out|still Deploying after"),
         ("host_unreachable", r"\bunreachable\b|no answer|ssh.*(refused|timed out)"),
         ("site_config", r"no hardware expectation for model|expectation for .* has a"),
         ("bmc_error", r"^BMC \S+: |BMC's GPU list is unusable"),

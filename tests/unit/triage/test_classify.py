@@ -86,6 +86,10 @@ def test_health_lines_are_named_by_their_check(line, want):
         ("deploy", "h1: deploy failed: MAAS timed the machine out: Deploying for 30 min",
          "boot_failure"),
         ("deploy", "deployed, but unreachable: ssh: connect timed out", "host_unreachable"),
+        ("deploy", "h1: deploy failed: MAAS timed the machine out: Node operation 'deploying' "
+         "timed out after 30 minutes.", "boot_failure"),
+        ("deploy", "h1: deploy failed: still Deploying after 45 min (client budget); last "
+         "event: PXE Request", "boot_failure"),
         ("configure", "configure: role base: apt update failed", "configure_failed"),
         ("enlist", "commissioning failed: 50-maas-01 exited 1", "commissioning_failed"),
         ("discover", "BMC 10.0.0.9:443: answered without Systems", "bmc_error"),
