@@ -23,20 +23,20 @@ from racksmith.maas.errors import (
     MachineStateError,
 )
 from racksmith.maas.model import Machine, NodeStatus, parse_machines
+from racksmith.macs import require_mac
 
-_MAC = re.compile(r"^[0-9a-f]{2}([:-]?)[0-9a-f]{2}(\1[0-9a-f]{2}){4}$")
 _HOSTNAME = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _TAG = re.compile(r"^[A-Za-z0-9_-]+$")
 POWER_TYPES = ("redfish", "ipmi", "manual")
 
 
 def normalise_mac(mac: str) -> str:
-    """``E4:3D:1A:13:27:F0`` / ``e4-3d-...`` / ``e43d1a1327f0`` -> ``e4:3d:1a:13:27:f0``."""
-    text = (mac or "").strip().lower()
-    if not _MAC.match(text):
-        raise MaasConfigError(f"{mac!r} is not a MAC address")
-    digits = re.sub(r"[^0-9a-f]", "", text)
-    return ":".join(digits[i : i + 2] for i in range(0, 12, 2))
+    """The project's one normaliser (:func:`racksmith.macs.normalize_mac`), for a MAC that must
+    be there: anything else is a MaasConfigError naming the value."""
+    try:
+        return require_mac(mac)
+    except ValueError as exc:
+        raise MaasConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,16 @@ document that lacks a fact racksmith needs raises it with ``INCOMPLETE``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from racksmith.macs import normalize_mac
 from racksmith.redfish.errors import ErrorKind, RedfishError
 
 Doc = Mapping[str, Any]
 
-_MAC = re.compile(r"^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$")
-_NULL_MACS = {"00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"}
 _SKIPPED_FUNCTION_TYPES = {"fibrechannel", "fibrechanneloverethernet", "disabled"}
 
 
@@ -117,14 +115,6 @@ def member_links(collection: Doc) -> list[str]:
         if target not in out:
             out.append(target)
     return out
-
-
-def normalize_mac(value: Any) -> str | None:
-    """``E4:3D:1A:13:27:F0`` -> ``e4:3d:1a:13:27:f0``; anything that is not a usable MAC -> None."""
-    if not isinstance(value, str) or not _MAC.match(value.strip()):
-        return None
-    mac = value.strip().lower().replace("-", ":")
-    return None if mac in _NULL_MACS else mac
 
 
 def _dedupe(docs: Iterable[Doc]) -> list[Doc]:
