@@ -102,7 +102,9 @@ class UfmHTTPServer(ThreadingHTTPServer):
 def running(state: UfmState, host: str = "127.0.0.1", port: int = 0) -> Iterator[UfmHTTPServer]:
     """Serve ``state`` on an ephemeral port in a background thread; stop on exit."""
     server = UfmHTTPServer((host, port), state)
-    thread = threading.Thread(target=server.serve_forever, name="ufmsim", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="ufmsim", daemon=True
+    )
     thread.start()
     try:
         yield server
