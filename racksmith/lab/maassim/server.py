@@ -121,6 +121,10 @@ class App:
             reply = Reply(exc.status, exc.body, exc.content_type, dict(exc.headers))
         reply.headers.setdefault("X-MAAS-API-Hash", api.API_HASH)
         store.stats[f"{method} {reply.status}"] += 1
+        try:
+            store.persist()  # what this reply acknowledges is on disk before it is sent
+        except OSError as exc:
+            reply = Reply(503, f"cannot save state: {exc.strerror}".encode(), "text/plain", {})
         return reply
 
     @staticmethod

@@ -195,6 +195,9 @@ class Store:
         self.http_faults: list[dict[str, Any]] = []
         self.stats: Counter[str] = Counter()
         self._dirty = False
+        self._generation = 0  # bumped by every change
+        self._saved_generation = -1  # the newest generation on disk
+        self._save_lock = threading.RLock()  # one writer of the file (and its .tmp) at a time
         self._stop = threading.Event()
         self.key_source: Path | None = None  # where an adopted admin key came from
         if path is not None and path.exists():
@@ -208,6 +211,7 @@ class Store:
 
     def dirty(self) -> None:
         self._dirty = True
+        self._generation += 1
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -245,15 +249,32 @@ class Store:
     def save(self) -> None:
         if self.path is None:
             return
+        with self._save_lock:
+            with self.lock:
+                text = json.dumps(self.snapshot())
+                generation = self._generation
+                self._dirty = False
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            tmp.replace(self.path)
+            self._saved_generation = max(self._saved_generation, generation)
+
+    def persist(self) -> None:
+        """Save now if anything changed since the last save: the server calls this before it
+        answers, so a change it has acknowledged survives the simulator being killed (the
+        debounced saver alone left a one-second window). Concurrent callers share one write."""
+        if self.path is None:
+            return
         with self.lock:
-            text = json.dumps(self.snapshot())
-            self._dirty = False
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        tmp.replace(self.path)
+            wanted = self._generation
+        if self._saved_generation >= wanted:
+            return
+        with self._save_lock:
+            if self._saved_generation < wanted:
+                self.save()
 
     def start_saver(self, interval: float = 1.0) -> None:
         """Save at most once per ``interval`` while something changed."""
