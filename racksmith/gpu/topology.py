@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from racksmith.health.parsers import ParseError
-from racksmith.health.parsers.nvlink import _per_gpu
+from racksmith.health.parsers.nvlink import per_gpu_sections
 from racksmith.health.parsers.sysfs import PciLink, pci_link
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -115,7 +115,7 @@ def parse_remote_links(text: str) -> dict[int, list[RemoteLink]]:
         far_link = int(match.group(3)) if match.group(3) is not None else None
         return [*(links or []), RemoteLink(gpu, int(match.group(1)), match.group(2), far_link)]
 
-    return {gpu: links or [] for gpu, links in _per_gpu(text, remote).items()}
+    return {gpu: links or [] for gpu, links in per_gpu_sections(text, remote).items()}
 
 
 def bus_key(address: str) -> tuple[int, int, int, int]:

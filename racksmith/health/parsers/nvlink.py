@@ -26,7 +26,7 @@ class Link:
         return self.speed_gbs is not None
 
 
-def _per_gpu(text: str, line_parser) -> dict[int, Any]:
+def per_gpu_sections(text: str, line_parser) -> dict[int, Any]:
     """Walk ``GPU N: ...`` sections, handing each other line to ``line_parser(gpu, value,
     line)``, which returns the new per-GPU value or None when it does not know the line."""
     gpus: dict[int, Any] = {}
@@ -63,7 +63,7 @@ def parse_status(text: str) -> dict[int, list[Link]]:
             raise ParseError(f"unrecognised link state {line.strip()!r}")
         return [*(links or []), Link(gpu, int(state.group(1)), speed, line.strip())]
 
-    return {gpu: links or [] for gpu, links in _per_gpu(text, link).items()}
+    return {gpu: links or [] for gpu, links in per_gpu_sections(text, link).items()}
 
 
 def parse_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
@@ -77,4 +77,4 @@ def parse_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
         links.setdefault(int(error.group(1)), {})[error.group(2)] = int(error.group(3))
         return links
 
-    return {gpu: links or {} for gpu, links in _per_gpu(text, counter).items()}
+    return {gpu: links or {} for gpu, links in per_gpu_sections(text, counter).items()}
