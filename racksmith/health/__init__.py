@@ -14,7 +14,7 @@ Layout, one module per concern:
 - ``checks/``: the checks; each turns parsed facts plus the profile into findings.
 - ``runner``: runs the checks in parallel under one deadline.
 - ``report`` / ``prom``: human text, JSON, and Prometheus textfile output.
-- ``capture`` / ``replay``: save a host's raw outputs as fixtures; replay them (lab stand-in).
+- ``capture``: save a host's raw outputs as fixtures (``racksmith.lab.standin`` replays them).
 - ``golden``: the controller side: per-host reports in, the golden set out.
 """
 

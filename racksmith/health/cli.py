@@ -4,7 +4,6 @@ check     run the quick checks; print FIT / NOT FIT with every reason
           exit 0 fit, 1 not fit, 2 could not decide (still not fit)
 profiles  list the built-in host-type profiles
 capture   save this host's raw outputs as a fixture directory
-standin   LAB ONLY: install fake GPU tools that replay a capture
 golden    controller side: per-host reports in, the golden set out
 
 Machine output: ``check --json`` prints exactly one JSON document on stdout and nothing else
@@ -138,17 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument("outdir")
     capture.set_defaults(func=cmd_capture)
 
-    standin = sub.add_parser("standin", help="LAB ONLY: replay a capture through fake tools")
-    standin.add_argument("--capture", required=True, help="capture directory to replay")
-    standin.add_argument("--prefix", required=True, help="where to build bin/ and sys/")
-    standin.add_argument(
-        "--overlay",
-        action="append",
-        default=[],
-        help="directory whose files replace the capture's (failure fixtures)",
-    )
-    standin.set_defaults(func=cmd_standin)
-
     golden = sub.add_parser("golden", help="build the golden set from per-host reports")
     golden.add_argument(
         "--hosts", required=True, help="JSON: {host: {report: path | null, failure: reason | null}}"
@@ -232,22 +220,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
             "python3 -m racksmith.health capture", f"{args.outdir}: {exc.strerror or exc}"
         )
     print(f"wrote {len(written)} files to {args.outdir}")
-    return 0
-
-
-def cmd_standin(args: argparse.Namespace) -> int:
-    from .replay import install
-
-    for flag, path in (("--capture", args.capture), *(("--overlay", o) for o in args.overlay)):
-        if not os.path.isdir(path):
-            return usage_error(
-                "python3 -m racksmith.health standin", f"{flag} {path}: no such directory"
-            )
-    try:
-        marker = install(args.capture, args.prefix, overlays=args.overlay)
-    except OSError as exc:  # not a capture directory, or the prefix is not writable
-        return usage_error("python3 -m racksmith.health standin", str(exc))
-    print(f"LAB STAND-IN installed under {args.prefix}: {marker}")
     return 0
 
 

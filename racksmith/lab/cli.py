@@ -23,6 +23,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bmc", "racksmith.lab.bmc", "serve emulated iDRACs until stopped"),
     ("maas", "racksmith.lab.maassim", "serve the MAAS API simulator until stopped"),
     ("check-run", "racksmith.lab.expect", "did each server end the run as its faults say?"),
+    ("standin", "racksmith.lab.standin", "LAB STAND-IN: fake GPU tools that replay a capture"),
 )
 
 

@@ -356,7 +356,7 @@ def _stop_locked(files: _Files, host: HostSpec | None, *, wipe: bool) -> bool:
     return was_running
 
 
-# --- the API the MAAS simulator uses (docs/contracts.md) ---------------------------------------------
+# --- the API the MAAS simulator uses (docs/lab.md) -------------------------------------------
 
 
 def boot(

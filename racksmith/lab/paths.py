@@ -51,7 +51,7 @@ def add_lab_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class LabPaths:
-    """Every file the host lab writes, under one root (see docs/contracts.md and docs/lab.md for the shared ones)."""
+    """Every file the host lab writes, under one root (the shared ones: docs/lab.md)."""
 
     root: Path
 

@@ -1,4 +1,7 @@
-"""LAB STAND-IN: make a GPU-less host answer like a captured GPU host.
+"""LAB STAND-IN: make a GPU-less host answer like a captured GPU host (``racksmith lab standin``).
+
+It lives in the lab, not in the health agent that ships to real hosts: a production path must
+never be able to replay a capture.
 
 ``install(capture, prefix)`` builds, under ``prefix``:
 
@@ -17,6 +20,7 @@ use the same builder, so what the lab replays is what the tests check.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -24,7 +28,8 @@ import shutil
 import stat
 from pathlib import Path
 
-from .host import STANDIN_MARKER
+from racksmith.errors import UsageError
+from racksmith.health.host import STANDIN_MARKER
 
 #: The capture's file for each replayed command (argument tuples after the tool's name).
 NVIDIA_SMI_FILES = {
@@ -39,7 +44,7 @@ NVIDIA_SMI_FILES = {
 DMESG_FILES = ("dmesg.txt", "dmesg-nvrm.txt")  # the full log if captured, else the filtered one
 
 _TOOL = '''#!/usr/bin/env python3
-"""LAB STAND-IN (racksmith.health.replay): prints captured outputs; it is not a GPU tool."""
+"""LAB STAND-IN (racksmith.lab.standin): prints captured outputs; it is not a GPU tool."""
 import json, os, sys
 here = os.path.dirname(os.path.realpath(__file__))
 capture = os.path.join(os.path.dirname(here), "capture")
@@ -148,3 +153,27 @@ def build_files(tree: dict, root: Path) -> None:
             build_files(value, root / name)
         else:
             (root / name).write_text(f"{value}\n")
+
+
+def _cmd_standin(args: argparse.Namespace) -> int:
+    for flag, path in (("--capture", args.capture), *(("--overlay", o) for o in args.overlay)):
+        if not os.path.isdir(path):
+            raise UsageError(f"lab standin {flag} {path}: no such directory")
+    try:
+        marker = install(args.capture, args.prefix, overlays=args.overlay)
+    except OSError as exc:  # not a capture directory, or the prefix is not writable
+        raise UsageError(f"lab standin: {exc}") from exc
+    print(f"LAB STAND-IN installed under {args.prefix}: {marker}")
+    return 0
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument("--capture", required=True, help="capture directory to replay")
+    parser.add_argument("--prefix", required=True, help="where to build bin/ and sys/")
+    parser.add_argument(
+        "--overlay",
+        action="append",
+        default=[],
+        help="directory whose files replace the capture's (failure fixtures)",
+    )
+    parser.set_defaults(func=_cmd_standin)

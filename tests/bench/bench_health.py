@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if not args.live:
             sys.path.insert(0, str(ROOT))
-            from racksmith.health.replay import install
+            from racksmith.lab.standin import install
 
             install(ROOT / "tests/fixtures" / args.capture, tmp)
             env["PATH"] = f"{tmp}/bin{os.pathsep}{env.get('PATH', '')}"

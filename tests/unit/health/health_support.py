@@ -16,8 +16,8 @@ import pytest
 from racksmith.health.checks import all_checks, requirements
 from racksmith.health.host import Host
 from racksmith.health.profile import load
-from racksmith.health.replay import install
 from racksmith.health.runner import run_checks
+from racksmith.lab.standin import install
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"
