@@ -235,7 +235,12 @@ class MaasClient:
                 ) from None
             except requests.RequestException as exc:
                 timed_out = isinstance(exc, requests.Timeout)
-                reason = "timed out" if timed_out else f"connection failed: {type(exc).__name__}"
+                if isinstance(exc, requests.ConnectTimeout):
+                    reason = f"no connection: the connect timeout of {self.timeout[0]:g}s ran out"
+                elif timed_out:
+                    reason = f"no answer: the read timeout of {self.timeout[1]:g}s ran out"
+                else:
+                    reason = f"connection failed: {type(exc).__name__}"
                 error = MaasTransportError(method, shown, self.redact(reason), timed_out=timed_out)
                 if (idempotent or _never_sent(exc)) and attempt <= self.retries:
                     self._backoff(attempt, shown, type(exc).__name__, deadline, error)

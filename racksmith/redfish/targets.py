@@ -117,6 +117,21 @@ def _ipv4(text: str, spec: str) -> ipaddress.IPv4Address:
         ) from None
 
 
+def _inet_aton_accepts(text: str) -> bool:
+    """True for what the C library would read as an IPv4 address (``0x7f.1``, ``127.1``): the
+    resolver would turn such a "name" into an address without asking DNS."""
+    try:
+        socket.inet_aton(text)
+    except OSError:
+        return False
+    return True
+
+
+def _numeric_tld(text: str) -> bool:
+    """A last label of digits is never a DNS name (RFC 1123 2.1, RFC 3696 2)."""
+    return text.rstrip(".").rsplit(".", 1)[-1].isdigit()
+
+
 class _Hosts:
     """The addresses of one spec, counted before they are listed."""
 
@@ -150,7 +165,7 @@ class _Hosts:
                 raise TargetError(f"target {spec!r}: write IPv6 addresses in brackets")
             self._first = self._last = int(address)
             self._version = address.version
-        elif _NUMERIC.match(host):
+        elif _NUMERIC.match(host) or _inet_aton_accepts(host) or _numeric_tld(host):
             raise TargetError(
                 f"target {spec!r}: {host!r} is not a dotted-quad IPv4 address "
                 "(four octets 0-255); it is never treated as a host name"
