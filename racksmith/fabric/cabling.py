@@ -222,7 +222,7 @@ def _hosts(names: _Names, link: Link) -> list[str]:
     return sorted({h for h in (names.host(link.a.guid), names.host(link.b.guid)) if h})
 
 
-def _plan_kind(name: str, plan: WiringPlan) -> str:
+def _plan_kind(name: str, plan: WiringPlan | None = None) -> str:
     words = name.split()
     return HCA if len(words) == 2 and words[1].startswith(("mlx", "HCA")) else SWITCH
 

@@ -128,6 +128,11 @@ def generate(
         uppers = spines
     else:
         pods = math.ceil(n_leaves / h)
+        if pods < 2:
+            raise UsageError(
+                f"{hcas} HCAs fill one pod of a radix-{radix} 3-tier tree: no traffic would "
+                "cross its core tier; use --tiers 2 (or more HCAs)"
+            )
         group = max(1, math.ceil(pods / 2))
         aggs = [
             [switch("spine", p * h + j + 1, f"N{10 + p}-U{2 + j}") for j in range(h)]
@@ -328,15 +333,11 @@ def event_log(
         for link in topo.links
         if topo.nodes[link.a.guid].kind == SWITCH and topo.nodes[link.b.guid].kind == SWITCH
     ]
-    host_links = (
-        [link for link in topo.links if link not in sw_links]
-        if len(topo.links) < 5000
-        else [
-            link
-            for link in topo.links
-            if topo.nodes[link.b.guid].kind == HCA or topo.nodes[link.a.guid].kind == HCA
-        ]
-    )
+    host_links = [
+        link
+        for link in topo.links
+        if HCA in (topo.nodes[link.a.guid].kind, topo.nodes[link.b.guid].kind)
+    ]
 
     def end(ref: PortRef) -> End:
         node = topo.nodes[ref.guid]
@@ -426,11 +427,11 @@ def event_log(
     offsets = [o if not (storm_t - 1.5 < o < storm_t + 1.5) else o + 3.0 for o in offsets]
     events = list(scripted)
     rnd = rng.random
-    nl = len(sw_links)
+    switch_ends = [oriented(link)[0] for link in sw_links]
+    nl = len(switch_ends)
     for o in offsets:
         code, level, msg = noise_codes[int(rnd() * len(noise_codes))]
-        a, _ = oriented(sw_links[int(rnd() * nl)])
-        events.append((o, code, level, a, msg))
+        events.append((o, code, level, switch_ends[int(rnd() * nl)], msg))
     events.sort(key=lambda e: e[0])
     out = []
     for n, (offset, code, level, where, msg) in enumerate(events, 1):
