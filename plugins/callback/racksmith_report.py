@@ -10,17 +10,6 @@ to the health history beside the run directories (racksmith.triage.history).
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
-from ansible.plugins.callback import CallbackBase
-
-from racksmith.report import PHASES, RunReport
-from racksmith.report.model import HOST_VARS
-from racksmith.report.publish import attach_golden_set, publish
-from racksmith.triage import history
-
 DOCUMENTATION = """
     name: racksmith_report
     type: aggregate
@@ -33,6 +22,22 @@ DOCUMENTATION = """
     requirements:
       - the racksmith Python package
 """
+
+import os
+import time
+from pathlib import Path
+
+from ansible.plugins.callback import CallbackBase
+
+try:
+    from racksmith.report import PHASES, RunReport
+    from racksmith.report.model import HOST_VARS
+    from racksmith.report.publish import attach_golden_set, publish
+    from racksmith.triage import history
+except ImportError as exc:  # the controller lacks the racksmith package: say so, run on
+    _IMPORT_ERROR: ImportError | None = exc
+else:
+    _IMPORT_ERROR = None
 
 _RUNS_ROOT = Path(__file__).resolve().parents[2] / "runs"
 
@@ -54,6 +59,13 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if _IMPORT_ERROR is not None:
+            self._display.warning(
+                f"racksmith_report: no run report: the racksmith package is missing "
+                f"({_IMPORT_ERROR}); install it on the controller (pip install racksmith)"
+            )
+            self.disabled = True
+            return
         run_dir = os.environ.get("RACKSMITH_RUN_DIR")
         if not run_dir:
             run_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
