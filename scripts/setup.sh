@@ -40,17 +40,24 @@ else
   echo "$want" > "$stamp"
 fi
 
-# racksmith.core resolves from this checkout for every ansible command run with the venv, whatever
-# its ansible.cfg (tests and molecule write their own): the checkout is linked into the venv's
-# ansible_collections/, the way the `ansible` package ships its collections. The link lives
-# under $VENV, which every tool already skips, so nothing walks in circles through it.
-site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-link=$site/ansible_collections/racksmith/core
-if [[ $(readlink "$link" 2>/dev/null) != "$PWD" ]]; then
-  if [[ -e $link && ! -L $link ]]; then
-    say "$link exists and is not a link; remove it and run again"; exit 1
+# racksmith.core is this checkout, in two places (scripts/setup.sh is the one that makes them):
+#  - .collections/ansible_collections/racksmith/core -> the repository root. ansible.cfg lists
+#    .collections first, ahead of ~/.ansible/collections, where molecule's prerun installs a copy
+#    of the collection that would otherwise shadow the checkout (and go stale).
+#  - the venv's site-packages/ansible_collections/racksmith/core -> the repository root, the way
+#    the `ansible` package ships its collections: any ansible command run from the venv finds it,
+#    whatever its ansible.cfg (tests and molecule scenarios write their own).
+# Both are ignored by git and skipped by the linters, so nothing walks in circles through them.
+link_collection() {  # link_collection LINK TARGET
+  if [[ -e $1 && ! -L $1 ]]; then
+    say "$1 exists and is not a link; remove it and run again"; exit 1
   fi
-  mkdir -p "$(dirname "$link")"
-  ln -sfn "$PWD" "$link"
-  say "linked collection racksmith.core -> $PWD"
-fi
+  if [[ $(readlink "$1" 2>/dev/null) != "$2" ]]; then
+    mkdir -p "$(dirname "$1")"
+    ln -sfn "$2" "$1"
+    say "linked collection racksmith.core: $1 -> $2"
+  fi
+}
+link_collection .collections/ansible_collections/racksmith/core ../../..
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+link_collection "$site/ansible_collections/racksmith/core" "$PWD"
