@@ -189,15 +189,7 @@ def check(
         matched += 1
         bad = _degraded(link, p, width, speed)
         if bad:
-            findings.append(
-                Finding(
-                    "degraded",
-                    f"{names.show(link.a)} - {names.show(link.b)} trained at {bad}",
-                    ports=[str(link.a), str(link.b)],
-                    hosts=_hosts(names, link),
-                    plan_line=p.line,
-                )
-            )
+            findings.append(_link_finding("degraded", names, link, f"trained at {bad}", p.line))
     unplanned = [link for link in topo.links if id(link) not in used]
     findings += _classify(topo, names, planned, unmet, unplanned, absent)
     comps = topo.components()
@@ -215,6 +207,19 @@ def check(
         planned_links=len(plan.links),
         matching_links=matched,
         fabric_links=len(topo.links),
+    )
+
+
+def _link_finding(
+    kind: str, names: _Names, link: Link, what: str, plan_line: int | None = None
+) -> Finding:
+    """A finding about one fabric link, naming both ends and the hosts on it."""
+    return Finding(
+        kind,
+        f"{names.show(link.a)} - {names.show(link.b)} {what}",
+        ports=[str(link.a), str(link.b)],
+        hosts=_hosts(names, link),
+        plan_line=plan_line,
     )
 
 
@@ -430,14 +435,7 @@ def _classify(
     for link in unplanned:
         if id(link) in done_links:
             continue
-        out.append(
-            Finding(
-                "extra",
-                f"{names.show(link.a)} - {names.show(link.b)} is not in the plan",
-                ports=[str(link.a), str(link.b)],
-                hosts=_hosts(names, link),
-            )
-        )
+        out.append(_link_finding("extra", names, link, "is not in the plan"))
     return out
 
 

@@ -394,7 +394,7 @@ def register(subparsers) -> None:
         "--topology", required=True, metavar="FILE", help="ibnetdiscover or iblinkinfo output"
     )
     c.add_argument("--plan", required=True, metavar="FILE", help="wiring plan CSV")
-    c.add_argument("--hosts", metavar="FILE", help="JSON: host/service tag -> HCA GUIDs")
+    _hosts_arg(c)
     c.add_argument("--width", type=int, default=4, help="expected width where the plan has none")
     c.add_argument("--speed", default="NDR", help="expected speed where the plan has none")
     c.add_argument("--json", action="store_true")
@@ -442,7 +442,7 @@ def register(subparsers) -> None:
     )
     b.add_argument("--topology", required=True, metavar="FILE")
     b.add_argument("--seed", type=int, default=0, metavar="S")
-    b.add_argument("--hosts", metavar="FILE", help="JSON: host/service tag -> HCA GUIDs")
+    _hosts_arg(b)
     b.add_argument(
         "--out", metavar="DIR", help="write stage-NN/HOST.sh, burnin.yml and counters.sh"
     )
@@ -461,6 +461,10 @@ def register(subparsers) -> None:
     )
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_burnin)
+
+
+def _hosts_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hosts", metavar="FILE", help="JSON: host or service tag -> HCA GUIDs")
 
 
 def _triage_args(p: argparse.ArgumentParser) -> None:
