@@ -155,3 +155,27 @@ def test_a_reason_quoted_inside_another_is_listed_once():
     facts = {"racksmith_failed_phase": "deploy", "racksmith_failure_reason": "curtin: no space"}
     report.annotate("h1", facts)
     assert report.hosts["h1"].reasons == ["deploy: curtin: no space"]
+
+
+def test_annotate_keeps_bmc_identity_and_maas_triage_redacted(monkeypatch):
+    monkeypatch.setenv("MAAS_API_KEY", "consumer:token-that-must-not-leak:secret")
+    report = make_report()
+    report.annotate("h1", {
+        "racksmith_failed_phase": "deploy",
+        "racksmith_failure_reason": "deploy failed",
+        "redfish_service_tag": "ABC1234",
+        "redfish_bmc": "10.1.0.7:443",
+        "redfish_gpus": [{"id": "GPU1"}, {"id": "GPU2"}],
+        "redfish_nics": "not a list",
+        "racksmith_maas_deploy": {"failed": True, "triage": {
+            "cause": "curtin failed", "status_name": "Failed deployment",
+            "events": ["ERROR token-that-must-not-leak rejected"], "log_tail": ["a", "b"],
+        }},
+    })
+    rec = report.hosts["h1"]
+    assert rec.facts == {"service_tag": "ABC1234", "bmc": "10.1.0.7:443", "gpu_count": 2}
+    assert rec.maas["cause"] == "curtin failed" and rec.maas["status"] == "Failed deployment"
+    assert "token-that-must-not-leak" not in json.dumps(rec.maas)
+    data = json.loads(report.to_json())
+    assert data["hosts"]["h1"]["maas"]["log_tail"] == ["a", "b"]
+    assert RunReport.from_dict(data).hosts["h1"].maas == rec.maas
