@@ -44,8 +44,9 @@ def speed_rank(speed: str | None) -> int:
 
 
 def normalise_guid(text: str) -> str:
-    """``0x0002C9...`` / ``2c9...`` -> 16 lower-case hex digits (ValueError if not hex)."""
-    value = text.strip().lower()
+    """``0x0002C9...``, ``2c9...`` or sysfs's ``e09d:7303:0000:1001`` -> 16 lower-case hex
+    digits (ValueError if not hex)."""
+    value = text.strip().lower().replace(":", "")
     if value.startswith("0x"):
         value = value[2:]
     if not value or len(value) > 16:

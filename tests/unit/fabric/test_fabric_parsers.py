@@ -120,6 +120,8 @@ def test_hosts_map(fixture_text):
     owners = hosts.parse(fixture_text("small-hosts.json"))
     assert owners["e09d730300001004"].name == "node04 mlx5_0"
     assert owners["e09d730300001001"].host == "node01"
+    sysfs = hosts.parse('{"gpu9": ["e09d:7303:0000:1009"]}', "h.json")
+    assert sysfs["e09d730300001009"].name == "gpu9 mlx5_0"
     with pytest.raises(FabricInputError, match=r"listed for a and b"):
         hosts.parse('{"a": ["0x1"], "b": ["1"]}', "h.json")
     with pytest.raises(FabricInputError, match=r"h\.json:1: not JSON"):
