@@ -7,9 +7,10 @@ device order (``mlx5_0`` first) or as an object device -> GUID::
      "5YQ7XY3": {"mlx5_0": "e09d730300000011", "mlx5_1": "e09d730300000012"}}
 
 GUIDs are the HCA node GUIDs: ``/sys/class/infiniband/mlx5_N/node_guid`` on the host
-(``e09d:7303:0000:1001``), ``ibstat``'s "Node GUID" (``0xe09d730300001001``) or bare hex. With this map the cabling check names a miscabled HCA by its host even when
-the adapter still carries its factory description (``MT4129 ConnectX7 Mellanox
-Technologies``), which is how HCAs come out of the box.
+(``e09d:7303:0000:1001``), ``ibstat``'s "Node GUID" (``0xe09d730300001001``) or bare hex.
+With this map the cabling check names a miscabled HCA by its host even when the adapter
+still carries its factory description (``MT4129 ConnectX7 Mellanox Technologies``), which
+is how HCAs come out of the box.
 """
 
 from __future__ import annotations
