@@ -1,9 +1,11 @@
 """``racksmith golden rank|pick|record``: the golden set of a run, ranked by health history.
 
-``rank`` lists the run's golden hosts best first; ``pick -n N`` chooses N of them for a
-training run plus a spare margin (default 15%) from the next best; ``record`` adds a run to
-the history (the report callback does it at the end of every run; recording twice is a
-no-op). The history is ``runs/history.jsonl`` beside the run directories unless ``--history``.
+``rank`` lists the run's golden hosts best first (``--fleet``: every host whose latest
+recorded run left it golden, for sites that rerun part of a rack); ``pick -n N`` chooses N of
+them for a training run plus a spare margin (default 15%) from the next best; ``record`` adds
+a run to the history (the report callback does it at the end of every run; recording twice is
+a no-op). The history is ``runs/history.jsonl`` beside the run directories unless
+``--history``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--history", metavar="FILE", help="history file (default: RUN_DIR/../history.jsonl)"
     )
     common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument(
+        "--fleet", action="store_true",
+        help="rank every host whose latest recorded run left it golden, not just this run's",
+    )
     fmt = argparse.RawDescriptionHelpFormatter
 
     p = subparsers.add_parser(
@@ -81,8 +87,10 @@ def _with_this_run(report, records):
 
 def _ranked(args: argparse.Namespace):
     report, path, records = _load(args)
+    records = _with_this_run(report, records)
+    golden = rank.fleet_golden(records) if args.fleet else report.golden_hosts()
     try:
-        ranked = rank.rank(report.golden_hosts(), _with_this_run(report, records), args.half_life)
+        ranked = rank.rank(golden, records, args.half_life)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     return report, path, ranked

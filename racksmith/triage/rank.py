@@ -106,6 +106,12 @@ def standing(
     return Standing(host, penalty, failures, tuple(causes), passes, last_failure)
 
 
+def fleet_golden(history: Sequence[RunRecord]) -> list[str]:
+    """Hosts whose latest recorded run left them golden: the site's golden set when runs
+    cover parts of it (``reprovision.yml -l HOST`` runs one host)."""
+    return sorted(h for h, runs in runs_by_host(history).items() if runs[-1][1].passed)
+
+
 def rank(
     golden: Iterable[str],
     history: Sequence[RunRecord],

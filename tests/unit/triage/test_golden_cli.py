@@ -69,3 +69,26 @@ def test_bad_input_exits_2(tmp_path):
     proc = racksmith("golden", "rank", run, "--json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "history.jsonl: line 1: not a history record" in proc.stderr
+
+
+def test_fleet_golden_set_takes_each_hosts_latest_run(tmp_path):
+    runs = tmp_path / "runs"
+    first = generate(runs / "20261101-000000-a", 40, seed=1, fail_rate=0.3)
+    assert racksmith("golden", "record", str(runs / "20261101-000000-a")).returncode == 0
+    repaired = next(h for h, (r, _) in sorted(first.items()) if r.startswith("FAILED"))
+    # reprovision.yml -l <repaired>: a run of that one host, which ends GOLDEN
+    rerun = runs / "20261102-000000-b"
+    generate(rerun, 1, seed=5, fail_rate=0.0)
+    report = json.loads((rerun / "report.json").read_text())
+    report["hosts"] = {repaired: {**report["hosts"]["h0000"], "name": repaired}}
+    (rerun / "report.json").write_text(json.dumps(report))
+    golden = {"hosts": {repaired: {"verdict": "FIT", "reasons": []}}, "golden": [repaired]}
+    (rerun / "golden-set.json").write_text(json.dumps(golden))
+
+    only_run = json.loads(racksmith("golden", "rank", str(rerun), "--json").stdout)["ranked"]
+    assert [s["host"] for s in only_run] == [repaired]
+    fleet = json.loads(racksmith("golden", "rank", str(rerun), "--fleet", "--json").stdout)
+    names = [s["host"] for s in fleet["ranked"]]
+    before = sorted(h for h, (r, _) in first.items() if r == "GOLDEN")
+    assert sorted(names) == sorted([*before, repaired])  # nothing else changed
+    assert names[-1] == repaired  # it is golden again, and its failure sinks it
