@@ -155,6 +155,7 @@ def _triage(args: argparse.Namespace) -> tuple[triage_mod.TriageResult, list[str
         cap=args.max_ports,
         burst_count=10**9 if from_counters else args.burst_count,
         burst_window=args.burst_window,
+        owners=hosts.load(args.hosts) if getattr(args, "hosts", None) else None,
     )
     return result, unreadable
 
@@ -407,6 +408,7 @@ def register(subparsers) -> None:
     )
     u.add_argument("eventlog", nargs="?", metavar="EVENTLOG", help="UFM event.log")
     _triage_args(u)
+    _hosts_arg(u)
     u.add_argument(
         "--from-ufm", action="store_true", help="read GET /ufmRest/app/events instead of a file"
     )

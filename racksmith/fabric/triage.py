@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from racksmith.fabric.events import ACT, ATTENTION, IGNORE, End, Event
+from racksmith.fabric.hosts import HcaOwner
 from racksmith.fabric.model import SWITCH, PortRef, Topology, link_ends, port_label
 
 BURST_COUNT = 50
@@ -177,7 +178,9 @@ def drop_bursts(
         yield old[0], old[1]
 
 
-def _peer_map(topo: Topology | None) -> dict[tuple[str, int], End]:
+def _peer_map(
+    topo: Topology | None, owners: dict[str, HcaOwner] | None = None
+) -> dict[tuple[str, int], End]:
     out: dict[tuple[str, int], End] = {}
     if topo is None:
         return out
@@ -187,7 +190,9 @@ def _peer_map(topo: Topology | None) -> dict[tuple[str, int], End]:
             if node.kind != SWITCH:
                 continue
             kind = "Switch" if other.kind == SWITCH else "Computer"
-            out[(node.name, mine.port)] = End(kind, other.name, theirs.port, other.guid)
+            owner = (owners or {}).get(other.guid) if other.kind != SWITCH else None
+            name = owner.name if owner else other.name
+            out[(node.name, mine.port)] = End(kind, name, theirs.port, other.guid)
     return out
 
 
@@ -201,9 +206,11 @@ def triage(
     cap: int | None = None,
     burst_count: int = BURST_COUNT,
     burst_window: float = BURST_WINDOW,
+    owners: dict[str, HcaOwner] | None = None,
 ) -> TriageResult:
-    """Plan which ports to isolate; see the module docstring."""
-    peers = _peer_map(topology)
+    """Plan which ports to isolate; see the module docstring. ``owners`` (the hosts map)
+    names HCA peers by host when their node description is still the factory one."""
+    peers = _peer_map(topology, owners)
     guids = _switch_guids(topology)
     if cap is None:
         ports = (

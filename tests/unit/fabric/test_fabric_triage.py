@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 
-from racksmith.fabric import events, generator, ibnetdiscover, triage
+from racksmith.fabric import events, generator, hosts, ibnetdiscover, triage
 from racksmith.fabric.events import End, format_line, link_down_message
 
 
@@ -37,6 +37,13 @@ def test_sample_log(fixture_text):
     assert s["needs_attention"] == {"switch down": 1}
     assert s["unknown_codes"] == {"1234": 1}
     assert s["ignored"] == 2  # link up + the MANUAL unhealthy mark
+    named = triage.triage(
+        events.parse_lines(fixture_text("small-event.log").splitlines()),
+        topo,
+        owners=hosts.parse(fixture_text("small-hosts.json")),
+    )
+    ber = next(a for a in named.actions if a.issue.codes[917])
+    assert str(ber.peer) == "node04 mlx5_0/1" and ber.as_dict()["peer"]["host"] == "node04"
     line = result.actions[0].as_dict()
     assert line["peer"]["name"] == "ib-spine-01" and line["port"]["label"] == "1/17/1"
 
