@@ -250,6 +250,68 @@ def test_redfish_modules_return_diff_in_check_mode_and_for_real(bmc, tmp_path, c
     assert done["changed"] and abs(done["diff"]["after"]["skew_seconds"]) <= 5
 
 
+GROUP_PLAYBOOK = """\
+- name: Connection settings once, for every redfish_* module
+  hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/racksmith.core.redfish:
+      bmc: "127.0.0.1:{port}"
+      scheme: http
+      username: root
+      password: "{{{{ lookup('ansible.builtin.env', 'TEST_BMC_PASSWORD') }}}}"
+  tasks:
+    - name: Power on, check mode
+      racksmith.core.redfish_power: {{state: "on", poll: 0.1}}
+      check_mode: true
+      register: power
+    - name: Read the clock
+      racksmith.core.redfish_clock: {{}}
+      register: clock
+    - name: Both took the group's settings
+      ansible.builtin.assert:
+        that:
+          - power is changed and power.diff.after.power_state == 'On'
+          - clock.skewed and clock.bmc == '127.0.0.1:{port}'
+"""
+
+
+def test_module_defaults_group_sets_the_redfish_connection_once(bmc, tmp_path, collections_root):
+    playbook = tmp_path / "group.yml"
+    playbook.write_text(GROUP_PLAYBOOK.format(port=bmc.port))
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
+    env.update(
+        ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
+        ANSIBLE_COLLECTIONS_PATH=str(collections_root),
+        ANSIBLE_HOME=str(tmp_path / "home"),
+        ANSIBLE_NOCOLOR="1",
+        TEST_BMC_PASSWORD=PASSWORD,
+    )
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-e",
+            "ansible_python_interpreter={{ ansible_playbook_python }}",
+            "--diff",
+            str(playbook),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "ok=3" in done.stdout and "failed=0" in done.stdout
+    assert PASSWORD not in done.stdout + done.stderr
+
+
 # -- playbooks and roles call everything by its FQCN -------------------------------------------
 
 TASK_KEYWORDS = (
