@@ -73,7 +73,13 @@ def forms(value: str) -> set[str]:
         repr(value)[1:-1],
         html.escape(value),
     }
-    for encoded in (quote(value, safe=""), quote(value, safe="~"), quote_plus(value, safe="")):
+    oauth = quote(value, safe="~")  # RFC 5849; the Authorization header encodes it again
+    for encoded in (
+        quote(value, safe=""),
+        oauth,
+        quote(oauth, safe="~"),
+        quote_plus(value, safe=""),
+    ):
         out.update((encoded, _lower_hex(encoded)))
     return {f for f in out if len(f) >= MIN_SECRET_LEN}
 

@@ -34,6 +34,7 @@ def leaked_forms(secret: str, username: str | None = None) -> dict[str, str]:
         "url": quote(secret, safe=""),
         "url-plus": quote_plus(secret, safe=""),
         "url-oauth": quote(secret, safe="~"),
+        "oauth-header": quote(quote(secret, safe="~"), safe="~"),
     }
     if username is not None:
         forms["basic"] = base64.b64encode(f"{username}:{secret}".encode()).decode()
