@@ -69,15 +69,21 @@ def load_run(run_dir: str | os.PathLike) -> RunReport:
     return report
 
 
+#: Results that are not failures: golden, or not decided because the run stopped before
+#: (``--tags discover``, ``--limit``): no cause, no ticket.
+NOT_FAILED = ("GOLDEN", "INCOMPLETE")
+
+
 def triage(report: RunReport) -> list[Diagnosis]:
-    """Classify every machine that did not end GOLDEN and note the cause on its record."""
+    """Classify every machine that failed (not golden, not merely incomplete) and note the
+    cause on its record."""
     for rec in report.hosts.values():
         rec.triage = None
     hosts = report.to_dict()["hosts"]
     diagnoses = [
         classify(evidence_from_report(rec.name, hosts[rec.name]))
         for rec in report.machines()
-        if rec.result != "GOLDEN"
+        if rec.result not in NOT_FAILED
     ]
     for d in diagnoses:
         report.host(d.host).triage = Triaged(d.cause.name, d.cause.title, d.cause.action.value)

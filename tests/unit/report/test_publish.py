@@ -55,6 +55,17 @@ def test_every_host_gets_its_result_cause_and_ticket(run_dir):
     assert "cause" in text.splitlines()[1] and "-> GPU not detected" in text
 
 
+def test_a_host_the_run_never_decided_gets_no_ticket(run_dir):
+    folder, _ = run_dir
+    data = json.loads((folder / "report.json").read_text())
+    data["hosts"]["late"] = {"name": "late", "phases": {"discover": {"ok": 3}}}
+    (folder / "report.json").write_text(json.dumps(data))
+    report = load_run(folder)
+    publish(report, folder)
+    assert report.hosts["late"].result == "INCOMPLETE" and report.hosts["late"].triage is None
+    assert not (folder / "tickets" / "late.md").exists()
+
+
 def test_the_golden_set_decides_golden_not_a_second_rule(run_dir):
     folder, _ = run_dir
     golden = json.loads((folder / "golden-set.json").read_text())
