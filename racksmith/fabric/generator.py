@@ -190,10 +190,22 @@ def _name(x: _Sw | str) -> str:
 def _inject(
     fabric: Fabric, built: list[list], leaves: list[_Sw], faults, rng: random.Random, h: int
 ) -> None:
+    """Break the as-built cabling (``built`` rows: a, port, b, port, width, speed) and record
+    each fault in ``fabric.faults``. Faults touch different switches, so each one shows up
+    in the cabling check as exactly the finding it is."""
     hca_rows = [i for i, c in enumerate(built) if isinstance(c[2], str)]
     up_rows = [i for i, c in enumerate(built) if not isinstance(c[2], str)]
     leaf_up = [i for i in up_rows if built[i][0] in leaves]
     truth = fabric.faults
+    touched: set[str] = set()  # switches a miscabling fault already involves
+
+    def free(rows: list[int]) -> list[int]:
+        return [
+            i
+            for i in rows
+            if built[i] is not None and not {_name(built[i][0]), _name(built[i][2])} & touched
+        ]
+
     if "miscabling" in faults:
         by_leaf: dict[str, list[int]] = {}
         for i in hca_rows:
@@ -202,83 +214,48 @@ def _inject(
         if candidates:
             i, j = rng.sample(by_leaf[rng.choice(candidates)], 2)
             built[i][2], built[j][2] = built[j][2], built[i][2]
+            touched.add(built[i][0].name)
+            hosts = sorted({built[i][2].split()[0], built[j][2].split()[0]})
+            ports = sorted([built[i][1], built[j][1]])
             truth.append(
-                {
-                    "kind": "swapped",
-                    "switch": built[i][0].name,
-                    "ports": sorted([built[i][1], built[j][1]]),
-                    "hosts": sorted({built[i][2].split()[0], built[j][2].split()[0]}),
-                }
+                {"kind": "swapped", "switch": built[i][0].name, "ports": ports, "hosts": hosts}
             )
-        pairs = [
-            (i, j)
-            for i in leaf_up
-            for j in leaf_up
-            if i < j and built[i][0] is not built[j][0] and built[i][2] is not built[j][2]
-        ]
-        if pairs:
-            i, j = pairs[rng.randrange(len(pairs))] if len(pairs) < 50000 else rng.choice(pairs)
-            built[i][2], built[i][3], built[j][2], built[j][3] = (
-                built[j][2],
-                built[j][3],
-                built[i][2],
-                built[i][3],
-            )
-            truth.append(
-                {
-                    "kind": "miscabled",
-                    "ports": sorted(
-                        [f"{built[i][0].name}/{built[i][1]}", f"{built[j][0].name}/{built[j][1]}"]
-                    ),
-                }
-            )
+        ups = free(leaf_up)
+        for _ in range(1000):  # two uplinks of different leaves to different spines
+            if len(ups) < 2:
+                break
+            i, j = rng.sample(ups, 2)
+            a, b = built[i], built[j]
+            if a[0] is b[0] or a[2] is b[2]:
+                continue
+            a[2], a[3], b[2], b[3] = b[2], b[3], a[2], a[3]
+            touched.update({a[0].name, b[0].name, a[2].name, b[2].name})
+            ports = sorted([f"{a[0].name}/{a[1]}", f"{b[0].name}/{b[1]}"])
+            truth.append({"kind": "miscabled", "ports": ports})
+            break
     if "missing" in faults:
         for rows in (up_rows, hca_rows):
-            free = [i for i in rows if built[i] is not None and not _touched(truth, built[i])]
-            if free:
-                i = rng.choice(free)
-                truth.append(
-                    {
-                        "kind": "missing",
-                        "link": _row_name(built[i]),
-                    }
-                )
+            left = free(rows)
+            if left:
+                i = rng.choice(left)
+                truth.append({"kind": "missing", "link": _row_name(built[i])})
                 built[i] = None
     if "degraded" in faults:
-        free = [i for i in up_rows if built[i] is not None and not _touched(truth, built[i])]
+        left = free(up_rows)
         for width, speed in ((1, "NDR"), (4, "HDR")):
-            if free:
-                i = free.pop(rng.randrange(len(free)))
+            if left:
+                i = left.pop(rng.randrange(len(left)))
                 built[i][4], built[i][5] = width, speed
-                truth.append(
-                    {
-                        "kind": "degraded",
-                        "link": _row_name(built[i]),
-                        "width": width,
-                        "speed": speed,
-                    }
-                )
+                link = _row_name(built[i])
+                truth.append({"kind": "degraded", "link": link, "width": width, "speed": speed})
     if "renamed" in faults:
         leaf = rng.choice(leaves)
+        new = leaf.name.replace("ib-leaf", "leaf-old")
         truth.append(
-            {
-                "kind": "renamed",
-                "planned": leaf.name,
-                "actual": leaf.name.replace("ib-leaf", "leaf-old"),
-                "location": leaf.location,
-            }
+            {"kind": "renamed", "planned": leaf.name, "actual": new, "location": leaf.location}
         )
-        leaf.name = leaf.name.replace("ib-leaf", "leaf-old")
+        leaf.name = new
     built[:] = [c for c in built if c is not None]
-
-
-def _touched(truth: list[dict], row: list) -> bool:
-    names = {_name(row[0]), _name(row[2])}
-    return any(
-        names & set(str(t.get("switch", "")).split()) or any(n in str(t) for n in names)
-        for t in truth
-        if t["kind"] in ("swapped", "miscabled")
-    )
 
 
 def _build_topology(
