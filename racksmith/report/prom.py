@@ -27,7 +27,7 @@ def render_prom(report: RunReport) -> str:
         out.append(f"racksmith_run_hosts{{{_labels(run=run, result=result)}}} {count}")
     causes = Counter(rec.triage.cause for rec in records if rec.triage)
     out += [
-        "# HELP racksmith_run_failures Hosts of the run that did not end golden, by cause.",
+        "# HELP racksmith_run_failures Hosts of the run that failed, by cause.",
         "# TYPE racksmith_run_failures gauge",
     ]
     for cause, count in sorted(causes.items()):
@@ -40,7 +40,7 @@ def render_prom(report: RunReport) -> str:
         golden = 1 if rec.result == "GOLDEN" else 0
         out.append(f"racksmith_host_golden{{{_labels(run=run, host=rec.name)}}} {golden}")
     out += [
-        "# HELP racksmith_host_failure 1 for each host that did not end golden, with its cause.",
+        "# HELP racksmith_host_failure 1 for each host of the run that failed, with its cause.",
         "# TYPE racksmith_host_failure gauge",
     ]
     for rec in records:
