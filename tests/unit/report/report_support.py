@@ -21,7 +21,8 @@ FAILURES = (
      {"error_kind": "auth_failed"}, "bmc_auth"),
     (3, "QUARANTINED", "discover",
      "expected 8 GPUs, BMC reports 7 (Video.Slot.1-1, Video.Slot.2-1, Video.Slot.3-1, "
-     "Video.Slot.4-1, Video.Slot.5-1, Video.Slot.6-1, Video.Slot.7-1)", {}, "gpu_missing"),
+     "Video.Slot.4-1, Video.Slot.5-1, Video.Slot.6-1, Video.Slot.7-1)", {"gpu_count": 7},
+     "gpu_missing"),
     (1, "QUARANTINED", "discover",
      "BMC clock: clock is off by 7260 s and the BMC refused to set it", {}, "clock_skew"),
     (2, "FAILED:enlist", "enlist",
