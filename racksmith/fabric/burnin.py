@@ -423,25 +423,46 @@ def _cuda(end: Endpoint) -> list[str]:
     return [f"--use_cuda={end.gpu}"] if end.gpu is not None else []
 
 
-def host_script(host: str, commands: list[Command], stage: int, stages: int, seed: int) -> str:
-    """The bash script one host runs for a stage: servers, a pause, clients, wait for all;
-    exit 1 if any ``ib_write_bw`` failed (its log says why)."""
+#: Extra seconds a stage may run past its ``--duration``: connection set-up and retries.
+GRACE = 600
+
+
+def host_script(
+    host: str, commands: list[Command], stage: int, stages: int, seed: int, duration: int = 1800
+) -> str:
+    """The bash script one host runs for a stage: its servers, then its clients, then wait;
+    exit 1 if any ``ib_write_bw`` failed (its log says why).
+
+    Hosts start a stage seconds apart (Ansible reaches them in turn), so a client whose
+    server is not listening yet (``Couldn't connect``) retries for up to five minutes; any
+    other failure is final. Every command runs under ``timeout`` so a server whose client
+    never came cannot hold the stage forever."""
+    limit = duration + GRACE
     lines = [
         "#!/usr/bin/env bash",
         f"# racksmith fabric burn-in: stage {stage} of {stages}, host {host}, seed {seed}",
         "set -uo pipefail",
         'logs="${RACKSMITH_BURNIN_LOGS:-/var/tmp/racksmith-burnin}"',
         'mkdir -p "$logs"',
+        "client() {  # LOG COMMAND...: retry while the server is not listening yet",
+        '  local log="$1"',
+        "  shift",
+        "  for _ in $(seq 1 60); do",
+        '    "$@" >"$log" 2>&1 && return 0',
+        '    grep -q "Couldn\'t connect" "$log" || return 1',
+        '    sleep "${RACKSMITH_BURNIN_RETRY_SECONDS:-5}"',
+        "  done",
+        "  return 1",
+        "}",
         "pids=()",
     ]
     mine = [c for c in commands if c.host == host]
-    for role in ("server", "client"):
-        batch = [c for c in mine if c.role == role]
-        if role == "client" and batch:
-            lines.append("sleep 15  # every host's servers listen before any client connects")
-        for c in batch:
-            lines.append(f'{shlex.join(c.argv)} >"$logs/{c.log}" 2>&1 &')
-            lines.append('pids+=("$!")')
+    for c in (c for c in mine if c.role == "server"):
+        lines.append(f'timeout {limit} {shlex.join(c.argv)} >"$logs/{c.log}" 2>&1 &')
+        lines.append('pids+=("$!")')
+    for c in (c for c in mine if c.role == "client"):
+        lines.append(f'client "$logs/{c.log}" timeout {limit} {shlex.join(c.argv)} &')
+        lines.append('pids+=("$!")')
     lines += [
         "rc=0",
         'for pid in "${pids[@]}"; do wait "$pid" || rc=1; done',
@@ -451,8 +472,11 @@ def host_script(host: str, commands: list[Command], stage: int, stages: int, see
     return "\n".join(lines)
 
 
-def play(stages: int, stage_hosts: list[list[str]], seed: int) -> str:
-    """An Ansible play running the stage scripts in order on every host of each stage."""
+def play(stages: int, stage_hosts: list[list[str]], seed: int, duration: int = 1800) -> str:
+    """An Ansible play: copy each host's stage scripts, then per stage start the script on
+    every host of the stage at once (``async``, ``poll: 0``) and wait for all of them before
+    the next stage. A host whose script failed fails its task; its logs say which test."""
+    limit = duration + GRACE + 300
     out = [
         "---",
         f"# racksmith fabric burn-in: {stages} stages, seed {seed}. Run from this directory:",
@@ -462,16 +486,44 @@ def play(stages: int, stage_hosts: list[list[str]], seed: int) -> str:
         "  gather_facts: false",
         "  become: true",
         "  vars:",
+        "    burnin_dir: /var/tmp/racksmith-burnin",
         "    burnin_stage_hosts:",
     ]
     for hosts in stage_hosts:
         out.append(f"      - [{', '.join(repr(h) for h in hosts)}]")
-    out.append("  tasks:")
+    out += [
+        "  tasks:",
+        "    - name: Make the burn-in directory",
+        "      ansible.builtin.file:",
+        '        path: "{{ burnin_dir }}"',
+        "        state: directory",
+        '        mode: "0755"',
+        "    - name: Copy this host's stage scripts",
+        "      ansible.builtin.copy:",
+        "        src: \"stage-{{ '%02d' % (item + 1) }}/{{ inventory_hostname }}.sh\"",
+        "        dest: \"{{ burnin_dir }}/stage-{{ '%02d' % (item + 1) }}.sh\"",
+        '        mode: "0755"',
+        '      loop: "{{ range(burnin_stage_hosts | length) | list }}"',
+        "      when: inventory_hostname in burnin_stage_hosts[item]",
+    ]
     for k in range(1, stages + 1):
+        cond = f"      when: inventory_hostname in burnin_stage_hosts[{k - 1}]"
         out += [
-            f"    - name: Burn-in stage {k} of {stages}",
-            f'      ansible.builtin.script: "stage-{k:02d}/{{{{ inventory_hostname }}}}.sh"',
-            f"      when: inventory_hostname in burnin_stage_hosts[{k - 1}]",
+            f"    - name: Start burn-in stage {k} of {stages}",
+            f'      ansible.builtin.command: "{{{{ burnin_dir }}}}/stage-{k:02d}.sh"',
+            f"      async: {limit}",
+            "      poll: 0",
+            "      register: burnin_job",
+            "      changed_when: true",
+            cond,
+            f"    - name: Wait for burn-in stage {k} of {stages}",
+            "      ansible.builtin.async_status:",
+            '        jid: "{{ burnin_job.ansible_job_id }}"',
+            "      register: burnin_result",
+            "      until: burnin_result.finished",
+            f"      retries: {limit // 30 + 1}",
+            "      delay: 30",
+            cond,
         ]
     return "\n".join(out) + "\n"
 

@@ -349,10 +349,14 @@ def _write_burnin(out: Path, topo: Topology, plan: burnin.BurnPlan, ends, args) 
         names = sorted({c.host for c in cmds})
         for host in names:
             script = folder / f"{host}.sh"
-            script.write_text(burnin.host_script(host, cmds, k, len(plan.stages), plan.seed))
+            script.write_text(
+                burnin.host_script(host, cmds, k, len(plan.stages), plan.seed, args.duration)
+            )
             script.chmod(0o755)
         stage_hosts.append(names)
-    (out / "burnin.yml").write_text(burnin.play(len(plan.stages), stage_hosts, plan.seed))
+    (out / "burnin.yml").write_text(
+        burnin.play(len(plan.stages), stage_hosts, plan.seed, args.duration)
+    )
     counters_sh = out / "counters.sh"
     counters_sh.write_text(burnin.counters_script(topo))
     counters_sh.chmod(0o755)

@@ -109,7 +109,12 @@ def test_commands_scripts_and_play(tmp_path):
     import yaml
 
     doc = yaml.safe_load(play)
-    assert doc[0]["tasks"][0]["ansible.builtin.script"] == "stage-01/{{ inventory_hostname }}.sh"
+    tasks = {t["name"]: t for t in doc[0]["tasks"]}
+    start = tasks["Start burn-in stage 1 of 1"]
+    assert start["async"] > 60 and start["poll"] == 0
+    assert tasks["Wait for burn-in stage 1 of 1"]["ansible.builtin.async_status"]["jid"]
+    copy = tasks["Copy this host's stage scripts"]["ansible.builtin.copy"]
+    assert "{{ inventory_hostname }}.sh" in copy["src"]
     text = burnin.counters_script(topo)
     assert sum(line.startswith("perfquery ") for line in text.splitlines()) == sum(
         (topo.nodes[k.a.guid].kind != HCA) + (topo.nodes[k.b.guid].kind != HCA) for k in topo.links
@@ -141,3 +146,86 @@ def test_counter_diff_feeds_the_triage(fixture_text):
         "b2",
     )
     assert any("went from 9 to 1" in u for u in counters.diff(reset, after, topo, 1800).unreadable)
+
+
+STUB = r"""#!/usr/bin/env bash
+# stand-in for ib_write_bw: a server marks its port as listening and waits for its client;
+# a client fails with perftest's "Couldn't connect" until its server listens
+port=""; prev=""
+for arg in "$@"; do [ "$prev" = "-p" ] && port="$arg"; prev="$arg"; done
+last="${*: -1}"
+case "$last" in
+  node*)
+    echo try >>"$STUB_DIR/tries-$last-$port"
+    [ -e "$STUB_DIR/listen-$last-$port" ] || { echo "Couldn't connect to $last:$port"; exit 1; }
+    touch "$STUB_DIR/done-$last-$port"
+    [ -e "$STUB_DIR/fail-$last-$port" ] && { echo "bandwidth below limit"; exit 1; }
+    echo "BW average 390 Gb/s"; exit 0 ;;
+  *)
+    touch "$STUB_DIR/listen-$STUB_HOST-$port"
+    for _ in $(seq 1 100); do [ -e "$STUB_DIR/done-$STUB_HOST-$port" ] && exit 0; sleep 0.05; done
+    exit 1 ;;
+esac
+"""
+
+
+def _run_stage(tmp_path, fixture_path, fail: str | None = None) -> dict[str, int]:
+    """Run every host's stage-1 script of the sample fabric here, with a stand-in
+    ib_write_bw; the client hosts start first, so their clients must retry."""
+    import os
+    import time
+
+    from racksmith.fabric import hosts as hosts_mod
+
+    topo = ibnetdiscover.parse(fixture_path("small-ibnetdiscover.txt").read_text())
+    owners = hosts_mod.load(fixture_path("small-hosts.json"))
+    plan = burnin.plan(topo, seed=1)
+    ends = burnin.endpoints(topo, owners)
+    cmds = burnin.stage_commands(plan.stages[0], ends, 1, duration=5)
+    stub_dir = tmp_path / "stub"
+    (stub_dir / "bin").mkdir(parents=True)
+    stub = stub_dir / "bin" / "ib_write_bw"
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    if fail:
+        (stub_dir / f"fail-{fail}").touch()
+    order = sorted(
+        {c.host for c in cmds},
+        key=lambda h: not any(c.host == h and c.role == "client" for c in cmds),
+    )
+    procs = {}
+    for host in order:
+        script = tmp_path / f"{host}.sh"
+        script.write_text(burnin.host_script(host, cmds, 1, 1, 1, duration=5))
+        env = dict(
+            os.environ,
+            PATH=f"{stub_dir / 'bin'}:{os.environ['PATH']}",
+            STUB_DIR=str(stub_dir),
+            STUB_HOST=host,
+            RACKSMITH_BURNIN_LOGS=str(tmp_path / "logs"),
+            RACKSMITH_BURNIN_RETRY_SECONDS="0.2",
+        )
+        procs[host] = subprocess.Popen(["bash", str(script)], env=env)
+        time.sleep(0.3)
+    return {host: p.wait(timeout=60) for host, p in procs.items()}
+
+
+def test_stage_scripts_run_and_retry_until_servers_listen(tmp_path, fixture_path):
+    codes = _run_stage(tmp_path, fixture_path)
+    assert set(codes.values()) == {0}, codes
+    logs = sorted((tmp_path / "logs").glob("*-client.log"))
+    assert len(logs) == 2 and all("390 Gb/s" in p.read_text() for p in logs)
+    tries = [len(p.read_text().split()) for p in (tmp_path / "stub").glob("tries-*")]
+    assert len(tries) == 2 and max(tries) > 1  # a client started before its server retried
+
+
+def test_a_failed_test_fails_its_host(tmp_path, fixture_path):
+    topo = ibnetdiscover.parse(fixture_path("small-ibnetdiscover.txt").read_text())
+    first = burnin.plan(topo, seed=1).stages[0][0]
+    from racksmith.fabric import hosts as hosts_mod
+
+    ends = burnin.endpoints(topo, hosts_mod.load(fixture_path("small-hosts.json")))
+    server = ends[first.server].host
+    codes = _run_stage(tmp_path, fixture_path, fail=f"{server}-{burnin.BASE_PORT}")
+    client = ends[first.client].host
+    assert codes[client] == 1 and codes[server] == 0
