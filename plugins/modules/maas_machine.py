@@ -160,10 +160,10 @@ try:
     )
     from racksmith.maas.errors import MaasConfigError
     from racksmith.maas.machines import MachineSpec, Outcome
+
+    RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
-    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
-else:
-    RACKSMITH_IMPORT_ERROR = None
+    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def spec_from(p: dict) -> MachineSpec:

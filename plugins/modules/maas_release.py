@@ -75,10 +75,10 @@ try:
         run,
     )
     from racksmith.maas.errors import MachineStateError
+
+    RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
-    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
-else:
-    RACKSMITH_IMPORT_ERROR = None
+    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def step(module: AnsibleModule, client):

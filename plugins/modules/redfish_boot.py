@@ -61,10 +61,10 @@ from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common im
 try:
     from racksmith.redfish import actions
     from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+
+    RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
-    RACKSMITH_IMPORT_ERROR: str | None = traceback.format_exc()
-else:
-    RACKSMITH_IMPORT_ERROR = None
+    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def main():

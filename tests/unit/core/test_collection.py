@@ -10,6 +10,7 @@ checkout in a temporary tree) and, for the guard, a ``racksmith`` that cannot be
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -29,6 +30,9 @@ from packaging.specifiers import SpecifierSet
 import racksmith
 from racksmith.lab.bmc.behaviour import Faults, Settings
 from racksmith.lab.bmc.server import create_farm
+from racksmith.lab.maassim.clock import SimClock
+from racksmith.lab.maassim.server import running
+from racksmith.lab.maassim.state import Store
 from racksmith.lab.spec import Server
 
 REPO = Path(__file__).resolve().parents[3]
@@ -36,6 +40,18 @@ MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
 GALAXY = yaml.safe_load((REPO / "galaxy.yml").read_text())
 RUNTIME = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
 FQCN = "racksmith.core"
+
+
+def _module_utils():
+    """plugins/module_utils/racksmith_common.py, loaded from its file (it needs only ansible)."""
+    path = REPO / "plugins" / "module_utils" / "racksmith_common.py"
+    spec = importlib.util.spec_from_file_location("racksmith_common", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MACHINE_DIFF_KEYS = _module_utils().MACHINE_DIFF_KEYS
 USER, PASSWORD = "root", "Pw-collection-7Hq2x-unit"  # distinctive: grep-able in any output
 
 
@@ -146,21 +162,24 @@ def collections_root(tmp_path_factory) -> Path:
     return root
 
 
+def run_quietly(cmd: list[str], *, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run ``cmd`` with this environment minus any ANSIBLE_*/RACKSMITH_* settings, plus ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
+    return subprocess.run(
+        cmd, capture_output=True, text=True, cwd=cwd, env={**clean, **env}, timeout=120, check=False
+    )
+
+
 def run_module(
     name: str, args: dict[str, Any], *, pythonpath: list[Path], tmp: Path
 ) -> tuple[int, dict[str, Any], str]:
     args_file = tmp / f"{name}-args.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
-    env["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
-    done = subprocess.run(
-        [sys.executable, str(REPO / "plugins" / "modules" / f"{name}.py"), str(args_file)],
-        capture_output=True,
-        text=True,
+    module = REPO / "plugins" / "modules" / f"{name}.py"
+    done = run_quietly(
+        [sys.executable, str(module), str(args_file)],
         cwd=tmp,
-        env=env,
-        timeout=60,
-        check=False,
+        PYTHONPATH=os.pathsep.join(map(str, pythonpath)),
     )
     return done.returncode, json.loads(done.stdout), done.stdout + done.stderr
 
@@ -250,6 +269,42 @@ def test_redfish_modules_return_diff_in_check_mode_and_for_real(bmc, tmp_path, c
     assert done["changed"] and abs(done["diff"]["after"]["skew_seconds"]) <= 5
 
 
+def test_maas_machine_returns_diff(tmp_path, collections_root):
+    """The record before (none) and after, the same on a rerun; check mode changes nothing."""
+    store = Store(clock=SimClock(3000.0), seed=7)
+    with running(store) as server:
+        base = {
+            "maas_url": server.url,
+            "maas_api_key": store.admin_key(),
+            "state": "present",
+            "pxe_mac": "AA:BB:CC:00:11:22",
+            "hostname": "gpu01",
+            "power_type": "manual",
+            "_ansible_diff": True,
+        }
+
+        def run(check: bool) -> dict[str, Any]:
+            rc, result, output = run_module(
+                "maas_machine",
+                {**base, "_ansible_check_mode": check},
+                pythonpath=[collections_root],
+                tmp=tmp_path,
+            )
+            assert rc == 0, output
+            assert store.admin_key() not in output
+            return result
+
+        dry = run(True)
+        assert dry["changed"] and dry["diff"]["before"] == {}
+        created = run(False)
+        assert created["changed"] and created["diff"]["before"] == {}
+        after = created["diff"]["after"]
+        assert after["hostname"] == "gpu01" and after["status_name"]
+        assert "power_pass" not in after and set(after) <= set(MACHINE_DIFF_KEYS)
+        again = run(False)
+        assert not again["changed"] and again["diff"]["before"] == again["diff"]["after"] == after
+
+
 GROUP_PLAYBOOK = """\
 - name: Connection settings once, for every redfish_* module
   hosts: localhost
@@ -280,32 +335,18 @@ def test_module_defaults_group_sets_the_redfish_connection_once(bmc, tmp_path, c
     playbook = tmp_path / "group.yml"
     playbook.write_text(GROUP_PLAYBOOK.format(port=bmc.port))
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
-    env.update(
+    done = run_quietly(
+        [
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            *("-i", "localhost,", "-c", "local", "--diff", str(playbook)),
+            *("-e", "ansible_python_interpreter={{ ansible_playbook_python }}"),
+        ],
+        cwd=tmp_path,
         ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
         ANSIBLE_COLLECTIONS_PATH=str(collections_root),
         ANSIBLE_HOME=str(tmp_path / "home"),
         ANSIBLE_NOCOLOR="1",
         TEST_BMC_PASSWORD=PASSWORD,
-    )
-    done = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ansible-playbook"),
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-e",
-            "ansible_python_interpreter={{ ansible_playbook_python }}",
-            "--diff",
-            str(playbook),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=120,
-        check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "ok=3" in done.stdout and "failed=0" in done.stdout
