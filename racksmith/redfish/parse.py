@@ -242,6 +242,8 @@ class ManagerInfo:
 
 
 def parse_manager(manager: Doc) -> ManagerInfo:
+    if not isinstance(manager, Mapping):
+        raise ParseError(ErrorKind.MALFORMED, "manager document is not a JSON object")
     return ManagerInfo(
         uri=_where(manager),
         firmware=_text(manager, "FirmwareVersion"),

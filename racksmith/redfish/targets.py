@@ -122,7 +122,7 @@ def _inet_aton_accepts(text: str) -> bool:
     resolver would turn such a "name" into an address without asking DNS."""
     try:
         socket.inet_aton(text)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: an embedded NUL
         return False
     return True
 
