@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 VENV=${RACKSMITH_VENV:-.venv}
 PY=${PYTHON:-python3}
-APT_PKGS=(debootstrap systemd-container apt-cacher-ng zstd openssh-client iproute2 ca-certificates)
+# chromium: the rack report's HTML page is tested in a real headless browser.
+APT_PKGS=(debootstrap systemd-container apt-cacher-ng zstd openssh-client iproute2 ca-certificates chromium)
 
 say() { printf '[setup] %s\n' "$*"; }
 

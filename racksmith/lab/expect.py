@@ -41,6 +41,23 @@ _FAULT_REASONS = {
     "missing_gpu": "GPUs, BMC reports",
     "bmc_clock_locked": "BMC clock",
 }
+# The triage cause (racksmith.triage) the report must give each fault's host, with a ticket.
+_FAULT_CAUSES = {
+    "bmc_unreachable": "bmc_unreachable",
+    "bmc_hang": "bmc_unreachable",
+    "bmc_slow": "bmc_unreachable",
+    "bmc_reset": "bmc_unreachable",
+    "bmc_auth_failed": "bmc_auth",
+    "bmc_malformed": "bmc_error",
+    "bmc_empty_systems": "bmc_error",
+    "bmc_busy": "bmc_error",
+    "missing_gpu": "gpu_missing",
+    "bmc_clock_locked": "clock_skew",
+    "power_fails": "power_control",
+    "commission_fails": "commissioning_failed",
+    "deploy_fails": "deploy_failed",
+    "deploy_timeout": "boot_failure",
+}
 _PHASE_ORDER = ("FAILED:discover", "QUARANTINED", "FAILED:enlist", "FAILED:deploy")
 
 
@@ -56,8 +73,31 @@ def report_names(rack: spec.RackSpec, server: spec.Server) -> tuple[str, ...]:
     return (server.service_tag.lower(), f"bmc-{rack.bmc_listen}-{server.bmc_port}")
 
 
-def check(rack: spec.RackSpec, report: dict) -> list[tuple[spec.Server, str, str, str | None]]:
-    """One row per server: (server, report name, result, problem or None)."""
+def _triage_problem(
+    server: spec.Server, want: str, entry: dict, run_dir: Path | None
+) -> str | None:
+    """The faulty server's named cause and ticket (None when right, or not applicable)."""
+    causes = {
+        _FAULT_CAUSES[f]
+        for f in server.faults
+        if f in _FAULT_CAUSES and _FAULT_RESULTS.get(f) == want
+    }
+    if not causes:
+        return None
+    triage = entry.get("triage") or {}
+    if triage.get("cause") not in causes:
+        return f"cause {triage.get('cause')!r}, expected {' or '.join(sorted(causes))}"
+    ticket = triage.get("ticket")
+    if run_dir is not None and not (ticket and (run_dir / ticket).is_file()):
+        return f"no ticket file for cause {triage.get('cause')} ({ticket or 'none named'})"
+    return None
+
+
+def check(
+    rack: spec.RackSpec, report: dict, run_dir: Path | None = None
+) -> list[tuple[spec.Server, str, str, str | None]]:
+    """One row per server: (server, report name, result, problem or None). With ``run_dir``,
+    each faulty server's ticket file must exist there too."""
     hosts = report.get("hosts", {})
     rows = []
     for server in rack.servers:
@@ -77,10 +117,12 @@ def check(rack: spec.RackSpec, report: dict) -> list[tuple[spec.Server, str, str
             missing = [
                 f"reason should mention {_FAULT_REASONS[f]!r}"
                 for f in sorted(server.faults)
-                if f in _FAULT_REASONS and _FAULT_RESULTS.get(f) == want
+                if f in _FAULT_REASONS
+                and _FAULT_RESULTS.get(f) == want
                 and _FAULT_REASONS[f] not in text
             ]
-            problem = "; ".join(missing) or None
+            triage = _triage_problem(server, want, hosts[name], run_dir)
+            problem = "; ".join([*missing, *([triage] if triage else [])]) or None
         rows.append((server, name, got, problem))
     return rows
 
@@ -95,7 +137,7 @@ def _latest_run(root: Path) -> Path:
 def _cmd_check_run(args: argparse.Namespace) -> int:
     rack = spec.load(rack_file(args.rack))
     run_dir = Path(args.run_dir) if args.run_dir else _latest_run(Path(args.runs_root))
-    rows = check(rack, json.loads((run_dir / "report.json").read_text()))
+    rows = check(rack, json.loads((run_dir / "report.json").read_text()), run_dir)
     for server, name, result, problem in rows:
         faults = ",".join(sorted(server.faults)) or "healthy"
         verdict = f"WRONG: {problem}" if problem else "as expected"

@@ -74,6 +74,14 @@ def nvidia_smi(ctx: CheckContext) -> list[Finding]:
                 "the kernel log); reset the GPUs or reboot.",
             )
         ]
+    if result.capped:
+        return [
+            unknown(
+                result.describe_failure(),
+                "A tool that prints without end is broken or not the real nvidia-smi; check the "
+                "driver install.",
+            )
+        ]
     if result.rc != 0:
         meaning, remedy = SMI_EXIT_CODES.get(
             result.rc or 0, ("an unknown error", "Run `nvidia-smi` by hand and read its message.")

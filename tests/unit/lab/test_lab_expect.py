@@ -14,6 +14,11 @@ def _report(rack, overrides=None):
         name = expect.report_names(rack, server)[1 if want == "FAILED:discover" else 0]
         why = [expect._FAULT_REASONS.get(f, "why") for f in sorted(server.faults)]
         hosts[name] = {"result": want, "reasons": [] if want == "GOLDEN" else why}
+        causes = [
+            expect._FAULT_CAUSES[f] for f in sorted(server.faults) if f in expect._FAULT_CAUSES
+        ]
+        if causes:
+            hosts[name]["triage"] = {"cause": causes[0], "ticket": f"tickets/{name}.md"}
     for name, value in (overrides or {}).items():
         hosts[name] = value
     return {"hosts": hosts}
@@ -58,6 +63,10 @@ def test_cli_exit_code_follows_the_check(tmp_path, capsys):
     good.mkdir()
     bad.mkdir()
     (good / "report.json").write_text(json.dumps(_report(rack)))
+    (good / "tickets").mkdir()
+    for name, entry in _report(rack)["hosts"].items():
+        if "triage" in entry:
+            (good / "tickets" / f"{name}.md").write_text("ticket")
     broken = {rack.server("gpu09").service_tag.lower(): {"result": "GOLDEN", "reasons": []}}
     (bad / "report.json").write_text(json.dumps(_report(rack, broken)))
     assert cli.main(["lab", "check-run", str(good)]) == 0
@@ -70,8 +79,33 @@ def test_a_quarantine_for_the_wrong_reason_fails():
     rack = spec.load()
     server = rack.server("gpu10")
     assert server.faults == {"bmc_clock_locked"}
-    wrong = {server.service_tag.lower(): {"result": "QUARANTINED", "reasons": ["expected 8 GPUs"]}}
+    clock = {"cause": "clock_skew", "ticket": "t.md"}
+    wrong = {
+        server.service_tag.lower(): {
+            "result": "QUARANTINED", "reasons": ["expected 8 GPUs"], "triage": clock,
+        }
+    }  # fmt: skip
     rows = {r[0].name: r[3] for r in expect.check(rack, _report(rack, wrong))}
     assert rows["gpu10"] == "reason should mention 'BMC clock'"
-    right = {server.service_tag.lower(): {"result": "QUARANTINED", "reasons": ["BMC clock: x"]}}
+    right = {
+        server.service_tag.lower(): {
+            "result": "QUARANTINED", "reasons": ["BMC clock: x"], "triage": clock,
+        }
+    }  # fmt: skip
     assert {r[0].name: r[3] for r in expect.check(rack, _report(rack, right))}["gpu10"] is None
+
+
+def test_a_faulty_server_needs_its_cause_and_ticket(tmp_path):
+    rack = spec.load()
+    server = rack.server("gpu09")  # power_fails
+    name = server.service_tag.lower()
+    report = _report(rack)
+    assert report["hosts"][name]["triage"]["cause"] == "power_control"
+    rows = {r[0].name: r[3] for r in expect.check(rack, report, tmp_path)}
+    assert rows["gpu09"] == f"no ticket file for cause power_control (tickets/{name}.md)"
+    (tmp_path / "tickets").mkdir()
+    (tmp_path / "tickets" / f"{name}.md").write_text("ticket")
+    assert {r[0].name: r[3] for r in expect.check(rack, report, tmp_path)}["gpu09"] is None
+    report["hosts"][name]["triage"]["cause"] = "unclassified"
+    rows = {r[0].name: r[3] for r in expect.check(rack, report, tmp_path)}
+    assert rows["gpu09"] == "cause 'unclassified', expected power_control"
