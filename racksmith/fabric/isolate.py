@@ -106,7 +106,38 @@ def apply(
         out.append(
             Outcome(issue.name, tid, names, "isolated" if method == "isolate" else "disabled")
         )
+    _confirm(client, store, method, [o for o in out if o.status in ("isolated", "disabled")])
     return out
+
+
+def _confirm(client, store: TicketStore, method: str, done: list[Outcome]) -> None:
+    """Read back what UFM now reports (one call for the run) and fail any link whose ports
+    it does not show isolated/disabled: an accepted request is not a done isolation."""
+    if not done:
+        return
+    try:
+        if method == "isolate":
+            seen = {
+                f"{str(u.get('UnhealthyGUID', '')).lower()}_{u.get('UnhealthyPortNumber')}"
+                for u in client.unhealthy()
+            }
+        else:
+            seen = {
+                str(p.get("name")) for p in client.ports() if p.get("physical_state") == "Disabled"
+            }
+    except UfmError as exc:
+        seen, why = set(), f"could not read back: {exc}"
+    else:
+        why = "UFM does not report it"
+    for outcome in done:
+        missing = [p for p in outcome.ports if p not in seen]
+        if missing:
+            outcome.ok = False
+            outcome.status = f"{outcome.status}, not confirmed ({why}: {', '.join(missing)})"
+            ticket = store.get(outcome.ticket)
+            if ticket is not None:
+                ticket.note(outcome.status)
+                store.save(ticket)
 
 
 def restore(client, store: TicketStore, method: str = "isolate") -> list[Outcome]:

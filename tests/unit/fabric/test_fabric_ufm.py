@@ -115,6 +115,23 @@ def test_disable_method_and_feed(sim, fixture_text, tmp_path):
     assert sim.ports[port]["physical_state"] == "LinkUp"
 
 
+def test_isolation_ufm_does_not_report_is_a_failure(sim, fixture_path, tmp_path, monkeypatch):
+    real = UfmState.set_unhealthy
+
+    def forgetful(self, body):  # accepts the request, drops the last port
+        real(self, {**body, "ports": body["ports"][:-1]})
+
+    monkeypatch.setattr(UfmState, "set_unhealthy", forgetful)
+    topo = ibnetdiscover.parse(fixture_path("small-ibnetdiscover.txt").read_text())
+    lines = fixture_path("small-event.log").read_text().splitlines()
+    result = triage.triage(events.parse_lines(lines), topo)
+    store = TicketStore(tmp_path)
+    done = isolate.apply(result, ufm.UfmClient(ufm.resolve()), store)
+    assert not any(o.ok for o in done)
+    assert all("not confirmed (UFM does not report it" in o.status for o in done)
+    assert all("not confirmed" in t.history[-1] for t in store.all())
+
+
 def test_unknown_port_is_not_isolated(sim, tmp_path):
     line = (
         "2026-11-24 10:00:05.000 [2] [110] WARNING [Hardware] IBPort "
