@@ -132,7 +132,7 @@ options:
     type: list
     elements: str
     default: []
-    choices: [firmware, infiniband, pcie, memory]
+    choices: [firmware, infiniband, memory, pcie]
   hostname:
     description:
       - Jinja2 template for the inventory hostname, over the un-prefixed facts

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 SYSTEMS = "/redfish/v1/Systems"
 FIRMWARE_INVENTORY = "/redfish/v1/UpdateService/FirmwareInventory"
 EXTRAS = frozenset({"firmware", "infiniband", "pcie", "memory"})
+#: Seconds per BMC (racksmith.redfish.options documents it for every surface).
+DEFAULT_DEADLINE = 120.0
+DEFAULT_CONCURRENCY = 64
 
 #: Keys of every result, in this order (CLI JSON and docs rely on it).
 PUBLIC_KEYS = (
@@ -60,8 +63,8 @@ PUBLIC_KEYS = (
 @dataclass(frozen=True)
 class DiscoveryOptions:
     client: ClientOptions = field(default_factory=ClientOptions)
-    concurrency: int = 64
-    deadline: float = 60.0  # seconds per BMC, from its first request to its last
+    concurrency: int = DEFAULT_CONCURRENCY
+    deadline: float = DEFAULT_DEADLINE  # seconds per BMC, from its first request to its last
     pxe_rules: tuple[str, ...] = parse.DEFAULT_PXE_RULES
     extras: frozenset[str] = frozenset()
 

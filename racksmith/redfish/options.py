@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from racksmith.optionspec import Option, count, positive_int, seconds
 from racksmith.redfish import credentials, parse
-from racksmith.redfish.discover import EXTRAS
+from racksmith.redfish.discover import DEFAULT_CONCURRENCY, DEFAULT_DEADLINE, EXTRAS
 from racksmith.transport import DEFAULT_MAX_BYTES
 
-#: Seconds per BMC for all of its requests, retries and backoffs (modules add their ``wait``).
-DEFAULT_DEADLINE = 120.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_RETRIES = 2
-DEFAULT_CONCURRENCY = 64
 
 BMC = Option(
     "bmc",
