@@ -52,10 +52,10 @@ options:
 
 EXAMPLES = r"""
 - name: Deploy Ubuntu 22.04 with the HWE kernel
-  maas_deploy:
+  racksmith.core.maas_deploy:
     pxe_mac: "{{ redfish_pxe_mac }}"
     hwe_kernel: hwe-22.04
-    user_data: "{{ lookup('ansible.builtin.template', 'templates/maas-user-data.yml.j2') }}"
+    user_data: "{{ inventory_hostname | racksmith.core.cloud_config(pxe_mac=redfish_pxe_mac) }}"
     boot_disk: {model: "DELLBOSS*"}
   delegate_to: localhost
 """

@@ -108,8 +108,11 @@ options:
 """
 
 EXAMPLES = r"""
+# MAAS connection settings once per play, for every maas_* module:
+#   module_defaults:
+#     group/racksmith.core.maas: {credentials_file: /etc/racksmith/maas.env}
 - name: Enlist, commission and pin the boot disk to the BOSS volume
-  maas_machine:
+  racksmith.core.maas_machine:
     hostname: "{{ inventory_hostname }}"
     pxe_mac: "{{ redfish_pxe_mac }}"
     power_address: "{{ redfish_bmc }}"

@@ -37,7 +37,7 @@ options:
 
 EXAMPLES = r"""
 - name: Release a repaired host, quick-erasing its disks
-  maas_release:
+  racksmith.core.maas_release:
     pxe_mac: "{{ redfish_pxe_mac }}"
     erase: true
     quick_erase: true

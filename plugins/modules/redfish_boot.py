@@ -30,7 +30,7 @@ options:
 
 EXAMPLES = r"""
 - name: PXE-boot on the next power-on
-  redfish_boot:
+  racksmith.core.redfish_boot:
     bmc: "{{ redfish_bmc }}"
   delegate_to: localhost
 """

@@ -28,7 +28,7 @@ options:
 
 EXAMPLES = r"""
 - name: Check and correct the BMC clock
-  redfish_clock:
+  racksmith.core.redfish_clock:
     bmc: "{{ redfish_bmc }}"
     correct: true
   delegate_to: localhost

@@ -34,8 +34,11 @@ options:
 """
 
 EXAMPLES = r"""
+# BMC connection settings once per play, for every redfish_* module:
+#   module_defaults:
+#     group/racksmith.core.redfish: {credentials_file: /etc/racksmith/bmc.env}
 - name: Power on
-  redfish_power:
+  racksmith.core.redfish_power:
     bmc: "{{ redfish_bmc }}"
     state: "on"
     ca_bundle: /etc/racksmith/bmc-ca.pem

@@ -55,12 +55,12 @@ MACHINE_DIFF_KEYS = _module_utils().MACHINE_DIFF_KEYS
 USER, PASSWORD = "root", "Pw-collection-7Hq2x-unit"  # distinctive: grep-able in any output
 
 
-def module_doc(path: Path) -> dict[str, Any]:
-    """A module's own DOCUMENTATION (before fragments), read without importing the module."""
+def module_doc(path: Path, name: str = "DOCUMENTATION") -> Any:
+    """A module's own DOCUMENTATION (before fragments) or EXAMPLES, read without importing it."""
     for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "DOCUMENTATION":
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == name:
             return yaml.safe_load(node.value.value)
-    raise AssertionError(f"{path.name}: no DOCUMENTATION")
+    raise AssertionError(f"{path.name}: no {name}")
 
 
 def fragment_sections() -> dict[str, dict[str, Any]]:
@@ -408,6 +408,17 @@ def ansible_files() -> list[Path]:
         for sub in ("tasks", "handlers", "molecule"):
             files += sorted((role / sub).rglob("*.yml"))
     return files
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
+def test_module_examples_call_it_by_its_fqcn(path):
+    actions = [
+        name
+        for task, _ in _tasks(module_doc(path, "EXAMPLES"), path.name)
+        for name, _ in _task_actions(task, "")
+    ]
+    assert f"{FQCN}.{path.stem}" in actions
+    assert all(name.count(".") >= 2 for name in actions), actions
 
 
 def test_every_task_role_and_module_is_called_by_its_fqcn():
