@@ -41,22 +41,24 @@ cd "$work/collections/ansible_collections/racksmith/core"
 # 2. ansible-test's pip bootstrap, where it looks for a saved copy (named by its pip version).
 pip_version=$(python - <<'EOF'
 import pathlib, re, ansible_test
-text = (pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py").read_text()
-print(re.search(r"pip='([0-9.]+)'", text).group(1))
+path = pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py"
+found = re.search(r"pip='([0-9.]+)'", path.read_text())
+print(found.group(1) if found else "")
 EOF
 )
+[[ -n $pip_version ]] || { echo "sanity: FAILED: no pip version in ansible-test's python_requirements.py"; exit 1; }
 cache=$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py
 mkdir -p "$(dirname "$cache")"
 cmp -s "$ROOT/scripts/ansible_test_get_pip.py" "$cache" || cp "$ROOT/scripts/ansible_test_get_pip.py" "$cache"
 
 args=("$@")
 
-# 3. Build (or reuse) the test environments, then let validate-modules' see racksmith.
+# 3. Build (or reuse) the test environments, then let validate-modules' environment see racksmith.
 ansible-test sanity --local --python "$PY" --prime-venvs "${args[@]}" >"$work/prime.log" 2>&1 \
   || { cat "$work/prime.log"; echo "sanity: FAILED preparing ansible-test's environments"; exit 1; }
 purelib=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 for site in "$HOME"/.ansible/test/venv/sanity.validate-modules/"$PY"/*/lib/python"$PY"/site-packages; do
-  [[ -d $site ]] && echo "import site; site.addsitedir('$purelib')" >"$site/racksmith-venv.pth"
+  if [[ -d $site ]]; then echo "import site; site.addsitedir('$purelib')" >"$site/racksmith-venv.pth"; fi
 done
 
 # 4. The tests.
