@@ -6,7 +6,7 @@ from ansible.errors import AnsibleFilterError
 
 try:
     from racksmith.maas import userdata
-    from racksmith.phases import discover, preflight
+    from racksmith.phases import discover, preflight, validate
 except ImportError as exc:  # the controller lacks the racksmith package
     _IMPORT_ERROR: ImportError | None = exc
 else:
@@ -48,6 +48,16 @@ def cloud_config(hostname, **fields):
     return userdata.user_data(hostname, **fields)
 
 
+def golden_inputs(hosts):
+    _need_library()
+    return validate.golden_inputs(hosts)
+
+
+def hca_ports(hosts):
+    _need_library()
+    return validate.hca_ports(hosts)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -56,4 +66,6 @@ class FilterModule:
             "duplicate_identities": duplicate_identities,
             "mac_mismatches": mac_mismatches,
             "cloud_config": cloud_config,
+            "golden_inputs": golden_inputs,
+            "hca_ports": hca_ports,
         }

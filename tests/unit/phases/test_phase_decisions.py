@@ -182,3 +182,41 @@ def test_filter_plugin_exposes_the_library_functions():
         ]
     ) == ["ansible_host x on a, b"]
     assert f["mac_mismatches"]([]) == []
+
+
+def test_golden_inputs_take_the_health_entry_else_the_first_reason():
+    from racksmith.phases.validate import NO_RESULT, golden_inputs
+
+    hosts = {
+        "b": {"health_golden_entry": {"quick": {"verdict": "FIT"}}},
+        "a": {
+            "racksmith_failure_reason": " deploy: curtin failed ",
+            "racksmith_quarantine_reason": "x",
+        },
+        "c": {"racksmith_quarantine_reason": "BMC clock: refused"},
+        "d": {"health_golden_entry": {}},
+    }
+    assert golden_inputs(hosts) == {
+        "a": {"failure": "deploy: curtin failed"},
+        "b": {"quick": {"verdict": "FIT"}},
+        "c": {"failure": "BMC clock: refused"},
+        "d": {"failure": NO_RESULT},
+    }
+
+
+def test_hca_ports_name_hosts_with_hcas_only():
+    from racksmith.phases.validate import hca_ports
+
+    hosts = {
+        "l2": {
+            "racksmith_hca_guids": {
+                "mlx5_1": "e09d:7303:0000:1002",
+                "mlx5_0": "e09d:7303:0000:1001",
+            }
+        },
+        "l1": {"racksmith_hca_guids": {}},
+        "l3": {},
+    }
+    assert hca_ports(hosts) == {
+        "l2": {"mlx5_0": "e09d:7303:0000:1001", "mlx5_1": "e09d:7303:0000:1002"}
+    }
