@@ -104,7 +104,8 @@ def test_discover_playbook_quarantines_and_fixes_clocks(running_rack):
     assert "5 server(s) go on" in summary
     # a BMC that refuses to have its clock set is quarantined with that reason, not enlisted
     locked = _host_of(listing, running_rack.port("clock15"))
-    assert re.search(rf"{locked}: BMC clock could not be checked or set: .*HTTP 400", summary), summary
+    refused = rf"{locked}: BMC clock could not be checked or set: .*HTTP 400"
+    assert re.search(refused, summary), summary
     assert "RAC0218" in summary and "HTTP 401" in summary  # failed BMCs listed with reasons
     stats = report["stats"]
     assert all(s["failures"] == 0 and s["unreachable"] == 0 for s in stats.values())
