@@ -89,6 +89,7 @@ class Outcome:
     changed: bool = False
     actions: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    diff: dict[str, Any] | None = None  # before/after for Ansible's --diff (set by the modules)
 
     def did(self, action: str) -> None:
         self.changed = True
@@ -108,6 +109,7 @@ class Outcome:
             "actions": list(self.actions),
             "warnings": list(self.warnings),
             "machine": self.machine.summary() if self.machine else None,
+            **({"diff": self.diff} if self.diff is not None else {}),
         }
 
 

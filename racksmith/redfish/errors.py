@@ -27,7 +27,7 @@ class ErrorKind(str, enum.Enum):
     UNSUPPORTED = "unsupported"  # the BMC does not offer what an action needs
 
 
-#: The inventory group each kind maps to (CONTRACTS.md: a fixed set of failure groups).
+#: The inventory group each kind maps to (docs/contracts.md: a fixed set of failure groups).
 GROUP_BY_KIND: dict[ErrorKind, str] = {
     ErrorKind.UNREACHABLE: "bmc_unreachable",
     ErrorKind.RESET: "bmc_unreachable",

@@ -223,7 +223,7 @@ def test_release_with_erase_and_mark_broken(sim, client, policy):
 
 
 def test_spec_validation():
-    with pytest.raises(MaasConfigError, match="not a MAC"):
+    with pytest.raises(MaasConfigError, match="not a usable MAC"):
         spec(pxe_mac="nope") if False else MachineSpec(hostname="a", pxe_mac="nope")
     with pytest.raises(MaasConfigError, match="power_pass"):
         MachineSpec(
