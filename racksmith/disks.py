@@ -91,6 +91,7 @@ class DiskPlan:
             "skipped": [vars(s) for s in self.skipped],
             "commands": [list(c) for c in self.commands],
             "shell": self.shell,
+            "not_used": [f"{s.kname}: {s.reason}" for s in self.skipped],
         }
 
 

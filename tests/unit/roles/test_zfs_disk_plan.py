@@ -7,7 +7,10 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -238,7 +241,34 @@ def test_filter_takes_the_raw_outputs_the_role_registers():
     assert result["action"] == "create"
     assert result["disks"] == NVME
     assert result["commands"][-1][:4] == ["zpool", "create", "data", "raidz1"]
+    assert result["not_used"] == [
+        "sdb: removable or read-only",
+        "sda: the OS disk (mounted: /, /boot, /boot/efi)",
+    ]
     with pytest.raises(AnsibleFilterError, match=r"zfs_disk_plan: .*not a valid ZFS pool name"):
         zfs_disk_plan(json.dumps(LSBLK), BY_ID_TEXT, "-x")
     with pytest.raises(AnsibleFilterError, match="zfs_disk_plan: "):
         zfs_disk_plan("lsblk: command not found", BY_ID_TEXT, "data")
+
+
+def test_the_role_calls_the_filter_by_its_collection_name(tmp_path):
+    """racksmith.core.zfs_disk_plan resolves through the collection, as the role calls it."""
+    repo = Path(__file__).resolve().parents[3]
+    playbook = tmp_path / "plan.yml"
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.assert:\n"
+        "        that: (lookup('file', fx ~ '/xe9680-lsblk.json')\n"
+        "               | racksmith.core.zfs_disk_plan(pool='data', level='raidz2',\n"
+        "                   by_id=lookup('file', fx ~ '/xe9680-by-id.txt'))).shell[0] == want\n"
+    )
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")  # not the project's (report callback)
+    want = "zpool create data raidz2 " + " ".join(NVME)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+         str(playbook), "-e", f"fx={FIXTURES}", "-e", f"want='{want}'"],
+        capture_output=True, text=True, check=False, timeout=120,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(repo / ".collections"),
+             "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
