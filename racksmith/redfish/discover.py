@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from racksmith.redfish import parse
+from racksmith.redfish import parse, vendors
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
@@ -30,7 +30,9 @@ from racksmith.secrets import redact
 
 log = logging.getLogger(__name__)
 
+SERVICE_ROOT = "/redfish/v1"
 SYSTEMS = "/redfish/v1/Systems"
+CHASSIS = "/redfish/v1/Chassis"
 FIRMWARE_INVENTORY = "/redfish/v1/UpdateService/FirmwareInventory"
 EXTRAS = frozenset({"firmware", "infiniband", "pcie", "memory"})
 #: Seconds per BMC (racksmith.redfish.options documents it for every surface).
@@ -65,8 +67,9 @@ class DiscoveryOptions:
     client: ClientOptions = field(default_factory=ClientOptions)
     concurrency: int = DEFAULT_CONCURRENCY
     deadline: float = DEFAULT_DEADLINE  # seconds per BMC, from its first request to its last
-    pxe_rules: tuple[str, ...] = parse.DEFAULT_PXE_RULES
+    pxe_rules: tuple[str, ...] = parse.DEFAULT_PXE_RULES  # the default: the vendor profile's
     extras: frozenset[str] = frozenset()
+    vendor: str = vendors.AUTO  # a profile name to use for every BMC, or auto
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -77,6 +80,15 @@ class DiscoveryOptions:
         if unknown:
             raise ValueError(f"unknown extras {sorted(unknown)}; choose from {sorted(EXTRAS)}")
         parse.validate_pxe_rules(self.pxe_rules)
+        if self.vendor != vendors.AUTO:
+            vendors.profile_named(self.vendor)
+
+    def rules_for(self, profile: vendors.VendorProfile) -> tuple[str, ...]:
+        """The PXE rules for a host: the ones configured, unless they are the defaults (then the
+        vendor profile's; for Dell those are the same)."""
+        if tuple(self.pxe_rules) == tuple(parse.DEFAULT_PXE_RULES):
+            return profile.pxe_rules
+        return tuple(self.pxe_rules)
 
 
 @dataclass(frozen=True)
@@ -136,23 +148,102 @@ def _collect_adapters(
     return adapters, functions
 
 
-def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts:
-    """Fetch and parse one BMC's facts; raises RedfishError/ParseError when it cannot."""
-    systems = client.get_collection(SYSTEMS)
-    if not systems:
-        raise parse.ParseError(
-            ErrorKind.INCOMPLETE,
-            "Systems collection is empty (iDRAC may be rebuilding its inventory)",
-        )
-    system = parse.parse_system(systems[0])
-    notes: list[str] = []
-    if len(systems) > 1:
-        notes.append(f"{len(systems)} systems behind this BMC; facts are from {system.uri}")
+def _pcie_gpus(
+    client: RedfishClient, system: parse.SystemInfo, notes: list[str]
+) -> list[parse.Gpu]:
+    """GPUs among PCIe devices: the host's chassis first, then any chassis of the service; the
+    first chassis that lists GPUs wins (Supermicro HGX: ``Chassis/1/PCIeDevices/GPU1..8``)."""
+    seen: set[str] = set()
 
-    processors = client.get_collection(system.processors_uri) if system.processors_uri else []
-    gpus = parse.gpus(processors)
-    if gpus and parse.gpus_need_firmware(gpus) and system.dell_video_uri:
-        gpus = parse.gpus(processors, client.get_collection(system.dell_video_uri))
+    def scan(chassis: parse.Doc) -> list[parse.Gpu]:
+        uri = parse.link(chassis, "PCIeDevices")
+        if not uri or uri in seen:
+            return []
+        seen.add(uri)
+        devices = client.get_collection(uri)
+        found = parse.gpus_from_pcie(devices)
+        unnamed = [
+            d for d in devices if vendors.is_gpu_device(d) and parse.link(d, "PCIeFunctions")
+        ]
+        if any(g.model is None for g in found) and unnamed:
+            functions = {
+                str(d.get("@odata.id")): client.get_collection(parse.link(d, "PCIeFunctions") or "")
+                for d in unnamed
+            }
+            found = parse.gpus_from_pcie(devices, functions)
+        if found:
+            notes.append(f"GPUs from the PCIe devices of {chassis.get('@odata.id')}")
+        return found
+
+    for uri in system.chassis_uris:
+        found = scan(client.get(uri))
+        if found:
+            return found
+    for chassis in client.get_collection(CHASSIS):
+        if chassis.get("@odata.id") not in system.chassis_uris:
+            found = scan(chassis)
+            if found:
+                return found
+    return []
+
+
+def _gpus(
+    client: RedfishClient,
+    system: parse.SystemInfo,
+    group: vendors.SystemGroup,
+    profile: vendors.VendorProfile,
+    notes: list[str],
+) -> list[parse.Gpu]:
+    """GPUs from the profile's sources, in its order; the first source that lists any wins, so
+    a GPU seen both as a processor and as a PCIe device (Lenovo) is counted once."""
+    for source in profile.gpu_sources:
+        found: list[parse.Gpu] = []
+        if source == "processors" and system.processors_uri:
+            processors = client.get_collection(system.processors_uri)
+            found = parse.gpus(processors)
+            if (
+                found
+                and profile.dell_video
+                and parse.gpus_need_firmware(found)
+                and system.dell_video_uri
+            ):
+                found = parse.gpus(processors, client.get_collection(system.dell_video_uri))
+        elif source == "baseboard":
+            for board in group.baseboards:
+                uri = parse.link(board, "Processors")
+                board_gpus = parse.gpus(client.get_collection(uri)) if uri else []
+                if board_gpus:
+                    notes.append(f"GPUs from the baseboard system {board.get('@odata.id')}")
+                found += board_gpus
+        elif source == "pcie":
+            found = _pcie_gpus(client, system, notes)
+        if found:
+            return found
+    return []
+
+
+def _boot_macs(client: RedfishClient, host: parse.Doc) -> list[str]:
+    boot = host.get("Boot")
+    if not isinstance(boot, dict):
+        return []
+    order = boot.get("BootOrder")
+    uri = parse.link(boot, "BootOptions")
+    if not isinstance(order, list) or not order or not uri:
+        return []
+    return parse.pxe_boot_macs(order, client.get_collection(uri))
+
+
+def _collect_host(
+    client: RedfishClient,
+    options: DiscoveryOptions,
+    group: vendors.SystemGroup,
+    profile: vendors.VendorProfile,
+) -> parse.HostFacts:
+    """One host's facts; raises :class:`parse.IncompleteHost` (with every fact read) when the
+    PXE NIC cannot be decided, other RedfishErrors when the BMC cannot be read."""
+    system = parse.parse_system(group.host, profile.service_tag_fields)
+    notes: list[str] = list(group.notes)
+    gpus = _gpus(client, system, group, profile, notes)
 
     nics: list[parse.Nic] = []
     if system.ethernet_interfaces_uri:
@@ -166,6 +257,9 @@ def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts
             nics = parse.nics_from_device_functions(functions)
             notes.append("EthernetInterfaces listed no NICs; MACs come from NetworkDeviceFunctions")
         infiniband = parse.infiniband_adapters(adapters, functions)
+
+    rules = options.rules_for(profile)
+    boot_macs = _boot_macs(client, group.host) if "boot:pxe" in rules else []
 
     manager = None
     if system.manager_uris:
@@ -190,63 +284,132 @@ def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts
         system=system,
         manager=manager,
         nics=tuple(nics),
-        pxe=parse.choose_pxe(nics, options.pxe_rules),
+        pxe=parse.choose_pxe(nics, rules, boot_macs),
         gpus=tuple(gpus),
         infiniband=tuple(infiniband),
         firmware=tuple(firmware),
         pcie=tuple(pcie),
         memory=tuple(memory),
         notes=tuple(notes),
+        vendor=profile.name,
     )
-    parse.require_complete(facts, options.pxe_rules)
+    parse.require_complete(facts, rules)
     return facts
 
 
-def discover_one(target: Target, credentials: Credentials, options: DiscoveryOptions) -> BmcResult:
-    """One BMC, never raising: the deadline starts now, the session is always closed."""
+@dataclass(frozen=True)
+class HostOutcome:
+    """One host behind a BMC: its facts (also when incomplete) and the error, if any."""
+
+    facts: parse.HostFacts | None
+    error: RedfishError | None
+
+
+def collect_all(client: RedfishClient, options: DiscoveryOptions) -> list[HostOutcome]:
+    """Every host behind one BMC: one for a server (its baseboard systems attached), one per
+    node for a multi-node chassis. Raises only when nothing host-specific could be read."""
+    systems = client.get_collection(SYSTEMS)
+    if not systems:
+        raise parse.ParseError(
+            ErrorKind.INCOMPLETE,
+            "Systems collection is empty (iDRAC may be rebuilding its inventory)",
+        )
+    groups = vendors.partition_systems(systems)
+    if not groups:
+        ids = ", ".join(str(s.get("@odata.id")) for s in systems)
+        raise parse.ParseError(
+            ErrorKind.INCOMPLETE, f"no host among the systems ({ids}): none boots or has NICs"
+        )
+    root: parse.Doc | None = None
+    outcomes = []
+    for group in groups:
+        if (
+            root is None
+            and options.vendor == vendors.AUTO
+            and not vendors.manufacturer_decides(group.host)
+        ):
+            root = client.get(SERVICE_ROOT)
+        profile = vendors.choose(group.host, root, options.vendor)
+        try:
+            outcomes.append(HostOutcome(_collect_host(client, options, group, profile), None))
+        except parse.IncompleteHost as exc:
+            outcomes.append(HostOutcome(exc.facts, exc))
+        except parse.ParseError as exc:
+            if len(groups) == 1:
+                raise
+            outcomes.append(HostOutcome(None, exc))
+    return outcomes
+
+
+def collect(client: RedfishClient, options: DiscoveryOptions) -> parse.HostFacts:
+    """The first host's facts; raises its error (an IncompleteHost keeps the facts read)."""
+    first = collect_all(client, options)[0]
+    if first.error is not None:
+        raise first.error
+    assert first.facts is not None  # an outcome has facts or an error
+    return first.facts
+
+
+def discover_target(
+    target: Target, credentials: Credentials, options: DiscoveryOptions
+) -> list[BmcResult]:
+    """One BMC, never raising: one result per host behind it (a multi-node chassis has several).
+    The deadline starts now; the session is always closed. A host whose PXE NIC could not be
+    decided keeps every fact that was read, next to its error."""
     started = time.monotonic()
     client = RedfishClient(target, credentials, options.client, deadline=Deadline(options.deadline))
-    facts: parse.HostFacts | None = None
-    error: RedfishError | None = None
+    outcomes: list[HostOutcome] = []
     try:
         with client:
-            facts = collect(client, options)
+            outcomes = collect_all(client, options)
     except RedfishError as exc:
-        exc.bmc = str(target)
-        exc.reason = redact(exc.reason)
-        error = exc
+        outcomes = [HostOutcome(getattr(exc, "facts", None), exc)]
     except Exception as exc:  # a parser bug or an absurd document must not stop the rack
         log.debug("%s: unexpected error", target, exc_info=True)
-        error = RedfishError(
-            ErrorKind.MALFORMED,
-            redact(f"unexpected {type(exc).__name__}: {exc}")[:300],
+        outcomes = [
+            HostOutcome(
+                None,
+                RedfishError(
+                    ErrorKind.MALFORMED, redact(f"unexpected {type(exc).__name__}: {exc}")[:300]
+                ),
+            )
+        ]
+    elapsed = time.monotonic() - started
+    results = []
+    for outcome in outcomes:
+        error = outcome.error
+        if error is not None:
+            error.bmc = str(target)
+            error.reason = redact(error.reason)
+        result = BmcResult(
             bmc=str(target),
+            facts=outcome.facts,
+            error=error,
+            address=client.target.address,
+            elapsed=elapsed,
+            requests=client.stats.requests,
+            auth=client.stats.auth,
+            sessions_created=client.stats.sessions_created,
+            sessions_deleted=client.stats.sessions_deleted,
         )
-    result = BmcResult(
-        bmc=str(target),
-        facts=facts,
-        error=error,
-        address=client.target.address,
-        elapsed=time.monotonic() - started,
-        requests=client.stats.requests,
-        auth=client.stats.auth,
-        sessions_created=client.stats.sessions_created,
-        sessions_deleted=client.stats.sessions_deleted,
-    )
-    level = logging.DEBUG if result.ok else logging.INFO
-    outcome = f"{error.kind.value}: {error.reason}" if error else "ok"
-    log.log(
-        level, "%s: %s in %.2fs (%d requests)", target, outcome, result.elapsed, result.requests
-    )
-    return result
+        level = logging.DEBUG if result.ok else logging.INFO
+        what = f"{error.kind.value}: {error.reason}" if error else "ok"
+        log.log(level, "%s: %s in %.2fs (%d requests)", target, what, elapsed, result.requests)
+        results.append(result)
+    return results
+
+
+def discover_one(target: Target, credentials: Credentials, options: DiscoveryOptions) -> BmcResult:
+    """One BMC's first host (most BMCs have exactly one); see :func:`discover_target`."""
+    return discover_target(target, credentials, options)[0]
 
 
 def flag_duplicates(results: Sequence[BmcResult]) -> list[BmcResult]:
     """Mark every BMC whose MAC, serial, service tag or UUID is also claimed by another BMC."""
     claims: dict[tuple[str, str], list[str]] = {}
     for result in results:
-        if result.facts is None:
-            continue
+        if result.facts is None or result.error is not None:
+            continue  # a failed host keeps its facts for the report, not for identity claims
         f = result.facts
         keys = [("MAC", n.mac) for n in f.nics]
         keys += [("serial", f.system.serial), ("service tag", f.system.service_tag)]
@@ -283,13 +446,13 @@ def discover(
     targets = resolve(targets)  # each name once, before any BMC is asked
     if not targets:
         return []
-    results: dict[Target, BmcResult] = {}
+    results: dict[Target, list[BmcResult]] = {}
     workers = min(options.concurrency, len(targets))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="redfish") as pool:
-        futures = {pool.submit(discover_one, t, credentials, options): t for t in targets}
+        futures = {pool.submit(discover_target, t, credentials, options): t for t in targets}
         for done, future in enumerate(as_completed(futures), 1):
-            result = future.result()  # discover_one never raises
-            results[futures[future]] = result
+            found = future.result()  # discover_target never raises
+            results[futures[future]] = found
             if progress:
-                progress(done, len(targets), result)
-    return flag_duplicates([results[t] for t in targets])
+                progress(done, len(targets), found[0])
+    return flag_duplicates([r for t in targets for r in results[t]])

@@ -18,12 +18,14 @@ document that lacks a fact racksmith needs raises it with ``INCOMPLETE``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 from racksmith.macs import normalize_mac
+from racksmith.redfish import vendors
 from racksmith.redfish.errors import ErrorKind, RedfishError
 
 Doc = Mapping[str, Any]
@@ -180,16 +182,20 @@ def parse_boot(system: Doc) -> BootOverride:
     )
 
 
-def parse_system(system: Doc) -> SystemInfo:
-    """The ComputerSystem: identity, power, health, versions and where the rest lives."""
+def parse_system(
+    system: Doc, service_tag_fields: Sequence[str] = vendors.PROFILES["dell"].service_tag_fields
+) -> SystemInfo:
+    """The ComputerSystem: identity, power, health, versions and where the rest lives.
+
+    ``service_tag_fields``: where the vendor keeps the asset identity (see
+    :mod:`racksmith.redfish.vendors`; Dell's ``SKU``, others' ``SerialNumber``).
+    """
     if not isinstance(system, Mapping) or "@odata.id" not in system:
         raise ParseError(ErrorKind.MALFORMED, "system document has no @odata.id")
-    oem_system = _path(system, "Oem", "Dell", "DellSystem") or {}
-    service_tag = _text(system, "SKU") or (
-        _text(oem_system, "ChassisServiceTag") if isinstance(oem_system, Mapping) else None
-    )
+    service_tag, _ = vendors.service_tag(system, service_tag_fields)
     if not service_tag:
-        raise ParseError(ErrorKind.INCOMPLETE, f"{_where(system)}: no service tag (SKU)")
+        fields = " or ".join(service_tag_fields)
+        raise ParseError(ErrorKind.INCOMPLETE, f"{_where(system)}: no service tag ({fields})")
     status = _obj(system, "Status")
     memory = _obj(system, "MemorySummary")
     processors = _obj(system, "ProcessorSummary")
@@ -283,6 +289,8 @@ def nics_from_ethernet_interfaces(interfaces: Iterable[Doc]) -> list[Nic]:
     """Host NICs, permanent MAC first (``MACAddress`` can be a virtual/assigned one)."""
     nics: list[Nic] = []
     for doc in _dedupe(interfaces):
+        if _path(doc, "Links", "HostInterface"):
+            continue  # the BMC's own USB/RNDIS link to the host (Supermicro, Lenovo "ToManager")
         mac = normalize_mac(doc.get("PermanentMACAddress")) or normalize_mac(doc.get("MACAddress"))
         nic_id = _text(doc, "Id") or _where(doc).rsplit("/", 1)[-1]
         if not mac:
@@ -404,16 +412,24 @@ def validate_pxe_rules(rules: Sequence[str]) -> list[str]:
             out.append("link:up")
         elif kind == "first" and not arg:
             out.append("first")
+        elif kind == "boot" and arg.lower() == "pxe":
+            out.append("boot:pxe")
         else:
             raise ValueError(
-                f"PXE rule {rule!r}: use id:<NIC id>, slot:<n>, prefix:<id prefix>, link:up or "
-                "first"
+                f"PXE rule {rule!r}: use id:<NIC id>, slot:<n>, prefix:<id prefix>, link:up, "
+                "boot:pxe or first"
             )
     return out
 
 
-def choose_pxe(nics: Sequence[Nic], rules: Sequence[str] = DEFAULT_PXE_RULES) -> PxeChoice | None:
-    """The PXE NIC by the first matching rule, or None (then the host is not ready to enlist)."""
+def choose_pxe(
+    nics: Sequence[Nic], rules: Sequence[str] = DEFAULT_PXE_RULES, boot_macs: Sequence[str] = ()
+) -> PxeChoice | None:
+    """The PXE NIC by the first matching rule, or None (then the host is not ready to enlist).
+
+    ``boot_macs``: MACs of the PXE boot options in boot order (:func:`pxe_boot_macs`), for the
+    ``boot:pxe`` rule: the NIC the firmware itself will PXE-boot from first.
+    """
     ordered = sorted(nics, key=lambda n: n.id)
     for rule in validate_pxe_rules(rules):
         kind, _, arg = rule.partition(":")
@@ -425,11 +441,49 @@ def choose_pxe(nics: Sequence[Nic], rules: Sequence[str] = DEFAULT_PXE_RULES) ->
             match = [n for n in ordered if n.id.startswith(f"NIC.Slot.{arg}-")]
         elif kind == "link":
             match = [n for n in ordered if (n.link or "").lower() == "linkup"]
+        elif kind == "boot":
+            by_mac = {n.mac: n for n in ordered}
+            match = [by_mac[m] for m in boot_macs if m in by_mac][:1]
         else:
             match = ordered
         if match:
             return PxeChoice(mac=match[0].mac, nic_id=match[0].id, rule=rule)
     return None
+
+
+_DEVICE_PATH_MAC = re.compile(r"MAC\(([0-9A-Fa-f]{12})")
+_NAME_MAC = re.compile(r"\b([0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{12})\b")
+
+
+def pxe_boot_macs(boot_order: Sequence[Any], options: Iterable[Doc]) -> list[str]:
+    """MACs of the enabled PXE boot options, in ``Boot.BootOrder`` order, de-duplicated.
+
+    The MAC comes from the UEFI device path (``.../MAC(946DAE91FB22,0x1)/IPv4(...)``) or, where
+    the path is vendor-specific, from the display name (Supermicro: ``UEFI PXE IPv4 Nvidia
+    Network Adapter - 94:6D:AE:91:FB:22``). HTTP boot entries (a ``Uri()`` node or "HTTP" in the
+    name) are not PXE. A BMC whose options carry no MAC (Lenovo's ``Network``) gives none.
+    """
+    by_ref: dict[str, Doc] = {}
+    for doc in _dedupe(options):
+        ref = _text(doc, "BootOptionReference") or _text(doc, "Id")
+        if ref:
+            by_ref.setdefault(ref, doc)
+    out: list[str] = []
+    for ref in boot_order:
+        doc = by_ref.get(str(ref))
+        if doc is None or doc.get("BootOptionEnabled") is False:
+            continue
+        name = _text(doc, "DisplayName") or ""
+        path = _text(doc, "UefiDevicePath") or ""
+        if "http" in name.lower() or ("Uri()" in path and "pxe" not in name.lower()):
+            continue
+        if "pxe" not in name.lower() and "MAC(" not in path:
+            continue
+        found = _DEVICE_PATH_MAC.search(path) or _NAME_MAC.search(name)
+        mac = normalize_mac(found.group(1)) if found else None
+        if mac and mac not in out:
+            out.append(mac)
+    return out
 
 
 # -- GPUs, firmware, PCIe, memory -------------------------------------------------------------
@@ -444,6 +498,7 @@ class Gpu:
     part_number: str | None
     firmware: str | None
     health: str | None
+    model_source: str | None = None  # Model, PartNumber, PCIe device id, Oem (vendors.py)
 
     def public(self) -> dict[str, str | None]:
         return {
@@ -456,29 +511,52 @@ class Gpu:
 
 def gpus(processors: Iterable[Doc], dell_video: Iterable[Doc] = ()) -> list[Gpu]:
     """GPUs among the processors; firmware from the processor, else from Dell's DellVideo entry."""
-    firmware_by_id: dict[str, str] = {}
+    videos: dict[str, Doc] = {}
     for video in _dedupe(dell_video):
         vid = _text(video, "Id") or _text(video, "FQDD")
-        version = _text(video, "FirmwareVersion")
-        if vid and version:
-            firmware_by_id[vid] = version
+        if vid:
+            videos[vid] = video
     out: list[Gpu] = []
     for proc in _dedupe(processors):
         if str(proc.get("ProcessorType") or "").upper() != "GPU":
             continue
         gpu_id = _text(proc, "Id") or _where(proc).rsplit("/", 1)[-1]
-        status = _obj(proc, "Status")
-        out.append(
-            Gpu(
-                id=gpu_id,
-                model=_text(proc, "Model"),
-                manufacturer=_text(proc, "Manufacturer"),
-                serial=_text(proc, "SerialNumber"),
-                part_number=_text(proc, "PartNumber"),
-                firmware=_text(proc, "FirmwareVersion") or firmware_by_id.get(gpu_id),
-                health=_text(status, "Health"),
-            )
-        )
+        video = videos.get(gpu_id)
+        out.append(_gpu(proc, gpu_id, oem=(video,) if video else ()))
+    return sorted(out, key=lambda g: g.id)
+
+
+def _gpu(doc: Doc, gpu_id: str, functions: Sequence[Doc] = (), oem: Sequence[Doc] = ()) -> Gpu:
+    identity = vendors.gpu_identity(doc, functions, oem)
+    firmware = _text(doc, "FirmwareVersion")
+    for extra in oem:
+        firmware = firmware or _text(extra, "FirmwareVersion")
+    return Gpu(
+        id=gpu_id,
+        model=identity.model,
+        manufacturer=_text(doc, "Manufacturer"),
+        serial=_text(doc, "SerialNumber"),
+        part_number=_text(doc, "PartNumber"),
+        firmware=firmware,
+        health=_text(_obj(doc, "Status"), "Health"),
+        model_source=identity.source,
+    )
+
+
+def gpus_from_pcie(
+    devices: Iterable[Doc], functions: Mapping[str, Sequence[Doc]] | None = None
+) -> list[Gpu]:
+    """GPUs among a chassis's PCIe devices (Supermicro HGX lists them nowhere else).
+
+    ``functions``: PCIeFunction documents by device URI, read only for a GPU whose model the
+    device itself does not say (the vendor/device id route of :func:`vendors.gpu_identity`).
+    """
+    out = []
+    for doc in _dedupe(devices):
+        if not vendors.is_gpu_device(doc):
+            continue
+        gpu_id = _text(doc, "Id") or _where(doc).rsplit("/", 1)[-1]
+        out.append(_gpu(doc, gpu_id, (functions or {}).get(_where(doc), ())))
     return sorted(out, key=lambda g: g.id)
 
 
@@ -591,6 +669,7 @@ class HostFacts:
     pcie: tuple[PcieDevice, ...] = ()
     memory: tuple[MemoryModule, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    vendor: str | None = None  # the vendor profile that read it (racksmith.redfish.vendors)
 
     def public(self) -> dict[str, Any]:
         """The documented fact set (CLI JSON, inventory host vars without the prefix)."""
@@ -610,6 +689,9 @@ class HostFacts:
             "pxe_rule": self.pxe.rule if self.pxe else None,
             "gpus": [g.public() for g in self.gpus],
             "memory_gib": s.memory_gib,
+            "vendor": self.vendor,
+            # where each GPU's model came from (Model, PartNumber, PCIe device id, Oem)
+            "gpu_model_sources": {g.id: g.model_source for g in self.gpus},
         }
         if self.infiniband:
             facts["infiniband"] = [asdict(a) | {"ports": list(a.ports)} for a in self.infiniband]
@@ -624,10 +706,17 @@ class HostFacts:
         return facts
 
 
+class IncompleteHost(ParseError):
+    """A fact could not be decided, but the others were read: ``facts`` keeps them, so a report
+    names the server (serial, model, MACs) next to the reason."""
+
+    def __init__(self, facts: HostFacts, reason: str) -> None:
+        super().__init__(ErrorKind.INCOMPLETE, reason)
+        self.facts = facts
+
+
 def require_complete(facts: HostFacts, rules: Sequence[str]) -> None:
     """Fail closed: a host without a PXE MAC cannot be enlisted, so it is not healthy."""
     if facts.pxe is None:
         ids = ", ".join(n.id for n in facts.nics) or "none"
-        raise ParseError(
-            ErrorKind.INCOMPLETE, f"no NIC matches the PXE rules {list(rules)} (NICs: {ids})"
-        )
+        raise IncompleteHost(facts, f"no NIC matches the PXE rules {list(rules)} (NICs: {ids})")
