@@ -27,38 +27,32 @@ import yaml
 _PY_TYPES = {"str": str, "path": str, "int": int}
 
 
-def seconds(text: str) -> float:
-    """argparse type for durations: a positive, finite number (``nan``/``inf`` would turn a
-    deadline off)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of seconds")
-    return value
+def _checked(convert: Any, valid: Any, noun: str, rule: str) -> Any:
+    """An argparse type: ``convert`` the text, then insist on ``valid`` (the message says why)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not valid(value):
+            raise argparse.ArgumentTypeError(f"{text!r}: {rule}")
+        return value
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    """argparse type for counts and sizes: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
-    return value
-
-
-def count(text: str) -> int:
-    """argparse type for retry counts: a whole number, zero allowed."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: cannot be negative")
-    return value
+#: Durations: positive and finite (``nan``/``inf`` would turn a deadline off).
+seconds = _checked(
+    float,
+    lambda v: v > 0 and math.isfinite(v),
+    "a number of seconds",
+    "give a positive, finite number of seconds",
+)
+#: Counts and sizes: a whole number of at least 1.
+positive_int = _checked(int, lambda v: v >= 1, "a whole number", "give a whole number >= 1")
+#: Retry counts: a whole number, zero allowed.
+count = _checked(int, lambda v: v >= 0, "a whole number", "cannot be negative")
 
 
 @dataclass(frozen=True)
