@@ -36,7 +36,6 @@ from racksmith.lab.errors import LabError
 log = logging.getLogger("racksmith.lab.bmc")
 
 
-
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "--rack",
@@ -63,7 +62,7 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         "--base-port",
         type=int,
         help="first port (default: the rack's bmc.base_port, or 18443 with --count); 0: any free "
-             "ports, see state.json",
+        "ports, see state.json",
     )
     parser.add_argument(
         "--listen", help="address to listen on (default: the rack's bmc.listen, 127.0.0.1)"

@@ -39,15 +39,11 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from racksmith.lab.bmc import identity
-from racksmith.lab.bmc.tree import ROOT, SYSTEM, Variant
+from racksmith.lab.bmc.tree import ROOT, Variant
 from racksmith.lab.spec import Server
 
 SESSIONS = f"{ROOT}/SessionService/Sessions"
 SYSTEMS = f"{ROOT}/Systems"
-CHASSIS = f"{ROOT}/Chassis/System.Embedded.1"
-MANAGER = f"{ROOT}/Managers/iDRAC.Embedded.1"
-RESET = f"{SYSTEM}/Actions/ComputerSystem.Reset"
-ETHERNET = f"{SYSTEM}/EthernetInterfaces"
 OPEN_PATHS = frozenset({"/redfish", ROOT, f"{ROOT}/odata", f"{ROOT}/$metadata"})
 MAX_EXPAND_LEVELS = 1
 
@@ -235,8 +231,7 @@ class EmulatedBmc:
         self.max_live_sessions = 0
         self._hidden: set[str] = set()
         if self.faults.missing_gpu and variant.gpu_ids:
-            lost = variant.gpu_ids[-1]
-            self._hidden = {f"{SYSTEM}/Processors/{lost}", f"{SYSTEM}/Oem/Dell/DellVideo/{lost}"}
+            self._hidden = set(variant.gpu_paths(variant.gpu_ids[-1]))
 
     # -- introspection (tests, the lab's status) ------------------------------------------------
 
@@ -297,11 +292,12 @@ class EmulatedBmc:
                         return Reply(0, action="reset")
         if method == "GET":
             return self._get(path, split.query)
-        if method == "POST" and path == RESET:
+        layout = self.variant.layout
+        if method == "POST" and path == layout.reset:
             return self._reset(body)
-        if method == "PATCH" and path == SYSTEM:
+        if method == "PATCH" and path == layout.system:
             return self._patch_system(body)
-        if method == "PATCH" and path == MANAGER:
+        if method == "PATCH" and path == layout.manager:
             return self._patch_manager(body)
         if self._resource(path) is None:
             return self._not_found(path)
@@ -451,18 +447,19 @@ class EmulatedBmc:
         if isinstance(members, list):
             kept = [m for m in members if not self._hidden_path(str(m.get("@odata.id", "")))]
             if (path == SYSTEMS and self.faults.empty_systems) or (
-                path == ETHERNET and self.faults.empty_nics
+                path == self.variant.layout.ethernet and self.faults.empty_nics
             ):
                 kept = []
             if len(kept) != len(members):
                 doc["Members"] = kept
                 doc["Members@odata.count"] = len(kept)
-        if path in (SYSTEM, CHASSIS):
+        layout = self.variant.layout
+        if path in (layout.system, layout.chassis):
             with self._lock:
                 doc["PowerState"] = self._power_state(time.monotonic())
-                if path == SYSTEM:
+                if path == layout.system:
                     doc.setdefault("Boot", {}).update(self._boot)
-        if path == MANAGER:
+        if path == layout.manager:
             now = self.now()
             doc["DateTime"] = now.isoformat(timespec="seconds")
             doc["DateTimeLocalOffset"] = now.strftime("%z")[:3] + ":" + now.strftime("%z")[3:]
@@ -548,12 +545,7 @@ class EmulatedBmc:
         payload = self._payload(body)
         if isinstance(payload, Reply):
             return payload
-        system = self.variant.document(SYSTEM) or {}
-        allowed = (
-            system.get("Actions", {})
-            .get("#ComputerSystem.Reset", {})
-            .get("ResetType@Redfish.AllowableValues", [])
-        )
+        allowed = self._reset_types()
         reset_type = payload.get("ResetType")
         if reset_type is None:
             return self._fail(
@@ -574,6 +566,9 @@ class EmulatedBmc:
             now = time.monotonic()
             state = self._power_state(now)
             on = state in ("On", "PoweringOn")
+            if reset_type == "On" and on and self.variant.vendor != "dell":
+                self._count("already_on")
+                return Reply(204)  # other vendors' answer to this is not in any capture
             if reset_type == "On" and on:
                 self._count("psu501")
                 return self._fail(
@@ -600,6 +595,20 @@ class EmulatedBmc:
             self._count(f"reset_{reset_type}")
         return Reply(204)
 
+    def _reset_types(self) -> list[str]:
+        """Allowed reset types, inline or (Supermicro, AMI) in the action's ActionInfo."""
+        system = self.variant.document(self.variant.layout.system) or {}
+        action = system.get("Actions", {}).get("#ComputerSystem.Reset", {})
+        allowed = action.get("ResetType@Redfish.AllowableValues")
+        if isinstance(allowed, list):
+            return allowed
+        ref = action.get("@Redfish.ActionInfo")
+        info = (self.variant.document(ref) if isinstance(ref, str) else None) or {}
+        for parameter in info.get("Parameters", []):
+            if isinstance(parameter, dict) and parameter.get("Name") == "ResetType":
+                return list(parameter.get("AllowableValues") or [])
+        return []
+
     def _patch_system(self, body: bytes) -> Reply:
         payload = self._patch_payload(body, {"Boot"})
         if isinstance(payload, Reply):
@@ -620,7 +629,7 @@ class EmulatedBmc:
                 f"The property {sorted(unknown)[0]} is not in the list of valid properties for "
                 "the resource.",
             )
-        system = self.variant.document(SYSTEM) or {}
+        system = self.variant.document(self.variant.layout.system) or {}
         allowed = {
             "BootSourceOverrideTarget": system.get("Boot", {}).get(
                 "BootSourceOverrideTarget@Redfish.AllowableValues", []

@@ -51,7 +51,33 @@ def _both_cases(old: str, new: str) -> list[tuple[str, str]]:
     return [(old.upper(), new.upper()), (old.lower(), new.lower())]
 
 
+def _mac_spellings(old: str, new: str) -> list[tuple[str, str]]:
+    """A MAC as captures spell it: colons in either case, and bare hex (UEFI device paths and
+    boot option names: ``MAC(946DAE91FB22,0x1)``)."""
+    bare_old, bare_new = old.replace(":", ""), new.replace(":", "")
+    return _both_cases(old, new) + _both_cases(bare_old, bare_new)
+
+
+def _for_capture(server: Server, variant: Variant) -> Identity:
+    """A vendor capture (racksmith.lab.bmc.captures): ``SerialNumber`` is the asset identity
+    there, so it becomes the lab server's service tag; MACs in order, the PXE NIC as port 1."""
+    pairs: list[tuple[str, str]] = []
+    serial = getattr(variant, "captured_serial", "")
+    if serial:
+        pairs.append((serial, server.service_tag))
+    captured_uuid = getattr(variant, "captured_uuid", "")
+    if captured_uuid:
+        pairs += _both_cases(captured_uuid, server.uuid)
+    for port, mac in enumerate(getattr(variant, "captured_macs", ()), 1):
+        pairs += _mac_spellings(mac, server.mac(port))
+    for slot, text in variant.gpu_serial_map().items():
+        pairs.append((text, server.gpu_serial(slot)))
+    return Identity(tuple(pairs))
+
+
 def for_server(server: Server, variant: Variant) -> Identity:
+    if variant.vendor != "dell":
+        return _for_capture(server, variant)
     tag = server.service_tag
     new_uuid = uuidlib.UUID(server.uuid)
     pairs: list[tuple[str, str]] = [

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from racksmith.lab import creds
-from racksmith.lab.bmc import tree
+from racksmith.lab.bmc import captures, tree
 from racksmith.lab.bmc.behaviour import EmulatedBmc, Faults, Settings
 from racksmith.lab.errors import LabError
 from racksmith.lab.paths import LabPaths
@@ -114,7 +114,7 @@ class BmcFarm:
         listen: str = "127.0.0.1",
         tls: ssl.SSLContext | None = None,
         idle_timeout: float = 60.0,
-        upstream: tree.SushyStaticUpstream | None = None,
+        upstream: tree.Upstreams | None = None,
     ) -> None:
         if len(bmcs) != len(ports):
             raise ValueError("one port per BMC")
@@ -277,13 +277,12 @@ def create_farm(
 ) -> BmcFarm:
     """Everything one ``racksmith lab bmc`` serves; ``faults`` overrides a server's rack faults
     by name."""
-    upstream = tree.SushyStaticUpstream()
-    store = tree.MockupStore(upstream)
+    upstream = tree.Upstreams()
     variants: dict[str, tree.Variant] = {}
     bmcs = []
     for server in servers:
         if server.model not in variants:
-            variants[server.model] = tree.variant(server.model, store)
+            variants[server.model] = captures.variant(server.model, upstream)
         bmcs.append(
             EmulatedBmc(
                 server,

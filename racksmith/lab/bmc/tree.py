@@ -1,10 +1,12 @@
 """The Redfish trees the emulated iDRACs serve: the real capture, and one variant derived from it.
 
 Reading: sushy-tools' ``sushy-static`` serves the captured tree (GET from ``<uri>/index.json``,
-the captured ``?$skip=50`` pages as folders), run in-process on an ephemeral loopback port.
-The behaviour layer (``racksmith.lab.bmc.behaviour``) fetches pristine documents from it once,
-caches them, and adds everything sushy-static does not do. sushy-static keeps its mockup path in
-a module global, so one process serves one captured tree; model variants are overlays here.
+the captured ``?$skip=50`` pages as folders), run in-process on an ephemeral loopback port, one
+per captured tree. The behaviour layer (``racksmith.lab.bmc.behaviour``) fetches pristine
+documents from it once, caches them, and adds everything sushy-static does not do. sushy-static
+keeps its mockup path in a module global; each upstream sets it under a lock for the duration of
+one GET, so several trees share the process. Model variants are overlays here; the other
+vendors' captures are served as models by ``racksmith.lab.bmc.captures``.
 
 Variants (``model`` in inventory/lab/rack.yml):
 
@@ -25,6 +27,7 @@ import copy
 import http.client
 import json
 import threading
+from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,11 @@ ROOT = "/redfish/v1"
 SYSTEM = f"{ROOT}/Systems/System.Embedded.1"
 CAPTURED_GPU = "Video.Slot.2-1"
 
-MODELS = ("hgx-h200-8gpu", "r750-h100pcie")
+DELL_MODELS = ("hgx-h200-8gpu", "r750-h100pcie")
+# the other vendors' captures, served as they are (racksmith.lab.bmc.captures)
+VENDOR_MODELS = ("supermicro-hgx-h100", "dgx-h100", "lenovo-sr670v2-l40", "hpe-dl385g10p")
+MODELS: tuple[str, ...] = DELL_MODELS + VENDOR_MODELS
+_MOCKUP_LOCK = threading.Lock()  # sushy-static's mockup path is a module global
 
 # Facts of the real H200 board (shared fixtures h200x2: nvidia-smi -q on a 2 x H200 SXM host).
 H200 = {
@@ -68,9 +75,15 @@ class SushyStaticUpstream:
 
         if not (mockup_root / "index.json").is_file():
             raise FileNotFoundError(f"no Redfish mockup at {mockup_root} (expected index.json)")
-        sushy_static.REDFISH_MOCKUP_FILES = str(mockup_root)
+        root = str(mockup_root)
+        self.root = mockup_root
 
         class QuietHandler(sushy_static.RequestHandler):
+            def do_GET(self) -> None:
+                with _MOCKUP_LOCK:
+                    sushy_static.REDFISH_MOCKUP_FILES = root
+                    super().do_GET()
+
             # sushy-static prints every request's headers; nothing we send it is secret, but a
             # lab log should not fill with them.
             def _log_request(self, method: str) -> None:
@@ -103,11 +116,32 @@ class SushyStaticUpstream:
         self._server.server_close()
 
 
+class Upstreams:
+    """One sushy-static upstream and document cache per captured tree, started on first use."""
+
+    def __init__(self) -> None:
+        self._stores: dict[Path, MockupStore] = {}
+        self._lock = threading.Lock()
+
+    def store(self, root: Path = CAPTURE) -> MockupStore:
+        with self._lock:
+            if root not in self._stores:
+                self._stores[root] = MockupStore(SushyStaticUpstream(root))
+            return self._stores[root]
+
+    def close(self) -> None:
+        with self._lock:
+            for store in self._stores.values():
+                store.upstream.close()
+            self._stores.clear()
+
+
 class MockupStore:
     """Pristine documents from the upstream, cached (the capture never changes)."""
 
     def __init__(self, upstream: SushyStaticUpstream) -> None:
         self._upstream = upstream
+        self.upstream = upstream
         self._cache: dict[str, dict[str, Any] | None] = {}
         self._lock = threading.Lock()
 
@@ -135,10 +169,34 @@ def _mark(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where one captured tree keeps the resources the behaviour layer acts on."""
+
+    system: str
+    chassis: str
+    manager: str
+
+    @property
+    def reset(self) -> str:
+        return f"{self.system}/Actions/ComputerSystem.Reset"
+
+    @property
+    def ethernet(self) -> str:
+        return f"{self.system}/EthernetInterfaces"
+
+
+DELL_LAYOUT = Layout(
+    SYSTEM, f"{ROOT}/Chassis/System.Embedded.1", f"{ROOT}/Managers/iDRAC.Embedded.1"
+)
+
+
 class Variant:
     """A server model's view of the tree. The base class serves the capture unchanged."""
 
     name = "r750-h100pcie"
+    vendor = "dell"  # the identity rules (identity.py) and error messages follow the vendor
+    layout = DELL_LAYOUT
     model_text: tuple[str, str] | None = None  # (captured, served) model name
     gpu_ids: tuple[str, ...] = (CAPTURED_GPU,)
 
@@ -169,6 +227,10 @@ class Variant:
 
     def gpu_guid_map(self) -> dict[int, str]:
         return {2: "7a814837a73c822f0dfcd45b4fe54ed"}
+
+    def gpu_paths(self, gpu_id: str) -> tuple[str, ...]:
+        """Every resource that describes one GPU (hidden together by the ``missing_gpu`` fault)."""
+        return (f"{SYSTEM}/Processors/{gpu_id}", f"{SYSTEM}/Oem/Dell/DellVideo/{gpu_id}")
 
 
 class HgxVariant(Variant):
@@ -263,8 +325,9 @@ class HgxVariant(Variant):
 
 
 def variant(model: str, store: MockupStore) -> Variant:
+    """A Dell model over the iDRAC capture (``captures.variant`` serves every model)."""
     if model == HgxVariant.name:
         return HgxVariant(store)
     if model == Variant.name:
         return Variant(store)
-    raise ValueError(f"unknown BMC model {model!r}; known: {', '.join(MODELS)}")
+    raise ValueError(f"unknown BMC model {model!r}; known: {', '.join(DELL_MODELS)}")
