@@ -19,17 +19,23 @@ DOCUMENTATION = """
         and at the end prints and saves what each phase did to each host, with a triaged
         cause and a ticket for each failed host (JSON, text, HTML, Prometheus textfile).
       - Appends the run to the health history (runs/history.jsonl beside the run directory).
+      - While a batch module (racksmith.core.maas_fleet) waits, prints its progress from
+        progress.jsonl in the run directory; new failures at once, counts per state every
+        RACKSMITH_PROGRESS_INTERVAL seconds (default 30).
     requirements:
       - the racksmith Python package
 """
 
 import os
+import threading
 import time
 from pathlib import Path
 
 from ansible.plugins.callback import CallbackBase
 
 try:
+    from racksmith.maas.progress import DEFAULT_INTERVAL, ProgressPrinter, ProgressTail
+    from racksmith.maas.progress import default_path as progress_path
     from racksmith.report import PHASES, RunReport
     from racksmith.report.model import HOST_VARS
     from racksmith.report.publish import attach_golden_set, publish
@@ -79,6 +85,10 @@ class CallbackModule(CallbackBase):
         )
         self._phase = "other"
         self._play = None
+        self._progress = _ProgressThread(self._display, run_dir)
+
+    def v2_playbook_on_start(self, playbook):
+        self._progress.start()
 
     # -- events ----------------------------------------------------------------------------
 
@@ -88,6 +98,7 @@ class CallbackModule(CallbackBase):
         self._phase = next((t for t in tags if t in PHASES), "other")
 
     def _record(self, result, status: str) -> None:
+        self._progress.flush()  # a batch's last lines belong under its task, not after the recap
         msg = _message(result.result) if status in ("failed", "unreachable") else None
         self._report.record(result.host.get_name(), self._phase, status, msg)
 
@@ -104,6 +115,7 @@ class CallbackModule(CallbackBase):
         self._record(result, "unreachable")
 
     def v2_playbook_on_stats(self, stats):
+        self._progress.stop()
         self._annotate_hosts()
         report = self._report
         report.finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -141,3 +153,51 @@ class CallbackModule(CallbackBase):
                 self._report.annotate(host.name, {k: hostvars.get(k) for k in HOST_VARS})
         except Exception as exc:
             self._display.warning(f"racksmith: could not read host facts for the report: {exc}")
+
+
+class _ProgressThread:
+    """Tails the run's progress file once a second and prints what the printer picks, so long
+    waits inside one task show up in plain ansible-playbook output."""
+
+    def __init__(self, display, run_dir: str):
+        self._display = display
+        raw = os.environ.get("RACKSMITH_PROGRESS_INTERVAL", "")
+        try:
+            interval = float(raw) if raw else DEFAULT_INTERVAL
+            if not interval > 0:
+                raise ValueError(raw)
+        except ValueError:
+            display.warning(
+                f"racksmith: RACKSMITH_PROGRESS_INTERVAL={raw!r} is not a positive number of "
+                f"seconds; using {DEFAULT_INTERVAL:g}"
+            )
+            interval = DEFAULT_INTERVAL
+        self._tail = ProgressTail(progress_path(run_dir))
+        self._printer = ProgressPrinter(interval)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="racksmith-progress", daemon=True)
+
+    def start(self) -> None:
+        if not self._thread.is_alive() and not self._stop.is_set():
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.flush()  # what arrived since the last tick
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.flush()
+
+    def flush(self) -> None:
+        """Print what the printer picks from the lines written since the last call."""
+        with self._lock:
+            try:
+                lines = self._printer.feed(self._tail.poll(), time.monotonic())
+            except OSError as exc:
+                lines = [f"progress: cannot read {self._tail.path}: {exc}"]
+            for line in lines:
+                self._display.display(line)

@@ -190,8 +190,6 @@ rounds:
   returned: always
 """
 
-import json
-import os
 import threading
 import traceback
 from collections import Counter
@@ -216,6 +214,7 @@ try:
     from racksmith.maas.clock import RateLimiter
     from racksmith.maas.errors import MaasConfigError, MaasError
     from racksmith.maas.machines import MachineSpec
+    from racksmith.maas.progress import ProgressWriter, default_path
 
     RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
@@ -306,32 +305,6 @@ def with_diff(op, diffs: dict):
     return wrapped
 
 
-class ProgressFile:
-    """Appends one JSON line per progress snapshot; never breaks the batch for it."""
-
-    def __init__(self, path: str | None):
-        self.path = path
-        self.error: str | None = None
-        if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-
-    def __call__(self, snapshot) -> None:
-        if not self.path or self.error:
-            return
-        try:
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(snapshot.as_dict()) + "\n")
-        except OSError as exc:
-            self.error = f"progress not written to {self.path}: {exc.strerror}"
-
-
-def progress_path(p: dict) -> str | None:
-    if p["progress_file"]:
-        return p["progress_file"]
-    run_dir = os.environ.get("RACKSMITH_RUN_DIR")
-    return os.path.join(run_dir, "progress.jsonl") if run_dir else None
-
-
 def main():
     require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
@@ -390,7 +363,7 @@ def main():
         op = operation(module)
         if module._diff:
             op = with_diff(op, diffs)
-        progress = ProgressFile(progress_path(p))
+        progress = ProgressWriter(p["progress_file"] or default_path())
         batch = fleet.run(
             fleet_hosts(p),
             op,
@@ -403,8 +376,6 @@ def main():
     except MaasError as exc:
         scrub = clients[0].redact if clients else str
         module.fail_json(msg=scrub(str(exc)))
-    except OSError as exc:
-        module.fail_json(msg=f"progress file: {exc}")
     results = {name: r.as_dict() for name, r in batch.results.items()}
     for name, result in results.items():
         for warning in result.pop("warnings"):

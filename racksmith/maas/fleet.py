@@ -91,6 +91,8 @@ class Progress:
     new_failures: Sequence[tuple[str, str]]
     elapsed: float
     total: int
+    #: The batch's last snapshot: every host has finished.
+    final: bool = False
 
     def line(self) -> str:
         """``deploy: 212 deploying, 180 deployed, 8 failed, 0:14:32`` (busiest state first,
@@ -110,6 +112,7 @@ class Progress:
             "new_failures": [list(f) for f in self.new_failures],
             "elapsed": round(self.elapsed, 1),
             "total": self.total,
+            "final": self.final,
             "line": self.line(),
         }
 
@@ -428,9 +431,8 @@ def run(
                 run_.rounds += 1
                 if progress:
                     counts, failures = tracker.snapshot()
-                    progress(
-                        Progress(phase, counts, failures, clock.monotonic() - started, len(hosts))
-                    )
+                    elapsed = clock.monotonic() - started
+                    progress(Progress(phase, counts, failures, elapsed, len(hosts), not pending))
     finally:
         reader.close()
     run_.elapsed = clock.monotonic() - started
