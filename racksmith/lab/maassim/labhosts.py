@@ -1,6 +1,6 @@
 """The seam between the simulator and the lab's test hosts.
 
-A deployed machine must be a reachable host in the lab (CONTRACTS.md): when the simulator
+A deployed machine must be a reachable host in the lab (docs/contracts.md): when the simulator
 deploys a machine whose PXE MAC belongs to a rack server, it boots that server's nspawn host
 through :func:`racksmith.lab.hosts.boot` with the machine's user data, and reports Deployed
 only once the host answers; a release or mark-broken powers the host off. Without a rack
