@@ -96,13 +96,17 @@ class Answer:
 
 
 class _Track:
-    """Mixin for urllib3 connections: record the connection serving this thread's request."""
+    """Mixin for urllib3 connections: record the connection serving this thread's request.
+
+    The TLS handshake needs no cut: CPython applies the socket timeout (the connect timeout,
+    clipped to the budget) to the whole handshake, not to each read."""
 
     def request(self, *args: Any, **kwargs: Any) -> Any:
         holder = getattr(_current, "holder", None)
         if holder is not None:
             holder.conn = self
         return super().request(*args, **kwargs)  # type: ignore[misc]
+
 
 
 class _HTTPConnection(_Track, HTTPConnection):

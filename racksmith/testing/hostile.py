@@ -15,6 +15,8 @@ Modes (:class:`Mode`):
 silent     accept, read the request, never answer (until the server stops)
 trickle_headers  status line and then one header byte per ``interval``
 trickle_body     headers announcing a body, then one body byte per ``interval``
+trickle_tls      (for an https client) a TLS record header announcing a long handshake
+                 message, then one byte per ``interval``: the handshake never completes
 reset      headers and half the announced body, then a TCP reset
 huge       200 with ``huge_bytes`` of JSON-looking bytes and no Content-Length
 wrong_shape  200, valid JSON of a shape no client expects (``body`` overrides it)
@@ -40,6 +42,7 @@ MODES = (
     "silent",
     "trickle_headers",
     "trickle_body",
+    "trickle_tls",
     "reset",
     "huge",
     "wrong_shape",
@@ -135,7 +138,10 @@ class HostileServer:
     def _serve(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(5)
-            request = self._read_request(conn)
+            if self.mode == "trickle_tls":  # a ClientHello, not an HTTP request
+                request: Seen | None = Seen("TLS", "", {}, conn.recv(65536))
+            else:
+                request = self._read_request(conn)
             if request is None:
                 return
             with self._lock:
@@ -209,6 +215,13 @@ class HostileServer:
             if not self._wait(self.interval):
                 return
             conn.sendall(bytes([byte]))
+
+    def _do_trickle_tls(self, conn: socket.socket, request: Seen) -> None:
+        conn.sendall(b"\x16\x03\x03\x40\x00")  # handshake record, 16 KiB to come
+        for _ in range(self.trickle_bytes):
+            if not self._wait(self.interval):
+                return
+            conn.sendall(b"\x02")
 
     def _do_reset(self, conn: socket.socket, request: Seen) -> None:
         body = b'{"Members": [' + b'{"@odata.id": "/x"},' * 100

@@ -77,3 +77,17 @@ def test_maas_cli_takes_timeout_and_deadline(hostile, monkeypatch, capsys):
     code = cli.main(["maas", "machines", "--timeout", "0.5", "--deadline", "1"])
     assert code == 1 and time.monotonic() - started < 1 + MARGIN
     assert "ran out" in capsys.readouterr().err
+
+
+def test_trickling_tls_handshake_is_bounded(hostile, bmc_creds):
+    """An https BMC that trickles its handshake: the connect timeout bounds the whole handshake."""
+    server = hostile("trickle_tls")
+    options = redfish_options(connect_timeout=DEADLINE)
+    options = type(options)(
+        client=type(options.client)(**{**options.client.__dict__, "scheme": "https"}),
+        deadline=30.0,
+    )
+    started = time.monotonic()
+    result = discover_one(Target("127.0.0.1", server.port), bmc_creds, options)
+    assert time.monotonic() - started < DEADLINE + MARGIN
+    assert result.error.kind is ErrorKind.TIMEOUT

@@ -31,6 +31,7 @@ REDFISH_KIND = {
     "silent": ErrorKind.TIMEOUT,
     "trickle_headers": ErrorKind.TIMEOUT,
     "trickle_body": ErrorKind.TIMEOUT,
+    "trickle_tls": ErrorKind.TIMEOUT,  # over http: a status line that never ends
     "reset": ErrorKind.RESET,
     "huge": ErrorKind.MALFORMED,
     "wrong_shape": ErrorKind.MALFORMED,
