@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,13 +106,18 @@ class Option:
 
     def add_to(self, parser: argparse.ArgumentParser | Any) -> None:
         """Add this option to an argparse parser (or argument group)."""
-        help_text = " ".join(self.description)
+        # Ansible markup C(x) reads as plain x on a terminal; '%' is argparse's format marker.
+        help_text = re.sub(r"\b[CIB]\(([^)]*)\)", r"\1", " ".join(self.description))
+        help_text = help_text.replace("%", "%%")
         aliases = [a for a in self.aliases if a.startswith("--")]
         if self.type == "bool":
             if self.default:  # on by default: the flag turns it off
                 flags = ["--no-" + self.name.replace("_", "-"), *aliases]
                 parser.add_argument(
-                    *flags, dest=self.name, action="store_false", help=f"do not: {help_text}"
+                    *flags,
+                    dest=self.name,
+                    action="store_false",
+                    help=f"turn off (on by default): {help_text}",
                 )
             else:
                 parser.add_argument(
@@ -119,8 +125,8 @@ class Option:
                 )
             return
         kwargs: dict[str, Any] = {"dest": self.name, "help": help_text}
-        if self.metavar:
-            kwargs["metavar"] = self.metavar
+        if self.metavar or self.cli_type is seconds:
+            kwargs["metavar"] = self.metavar or "SECONDS"
         if self.choices:
             kwargs["choices"] = list(self.choices)
         if self.type == "list":

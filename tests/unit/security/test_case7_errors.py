@@ -88,3 +88,23 @@ def test_redfish_discover_on_garbage_exits_1_with_a_reason(mode, hostile, monkey
     assert cli.main([*argv, "--retries", "0", "--deadline", "3"]) == 1
     out, err = capsys.readouterr()
     assert '"error_kind"' in out and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["redfish", "discover"],
+        ["redfish", "power"],
+        ["redfish", "boot-once"],
+        ["redfish", "clock"],
+        ["maas", "machines"],
+        ["maas", "deploy"],
+        ["maas", "release"],
+    ],
+)
+def test_help_of_every_command_renders(command, capsys):
+    """Generated option help ('%' in a description once broke argparse's --help)."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main([*command, "--help"])
+    assert exc.value.code == 0
+    assert "--deadline" in capsys.readouterr().out
