@@ -22,6 +22,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("host", "racksmith.lab.hosts", "start or stop single test hosts (used by molecule)"),
     ("bmc", "racksmith.lab.bmc", "serve emulated iDRACs until stopped"),
     ("maas", "racksmith.lab.maassim", "serve the MAAS API simulator until stopped"),
+    ("rack", "racksmith.lab.generate", "write a rack file of N servers with a seeded fault mix"),
     ("check-run", "racksmith.lab.expect", "did each server end the run as its faults say?"),
     ("standin", "racksmith.lab.standin", "LAB STAND-IN: fake GPU tools that replay a capture"),
 )

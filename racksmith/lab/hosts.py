@@ -51,6 +51,7 @@ class HostSpec:
     mac: str | None = None  # eth0's MAC: the server's PXE MAC for rack servers
     apt_proxy: str | None = None  # written as curtin would on a MAAS-deployed host
     hostname: str | None = None  # defaults to name
+    prefixlen: int = 24  # the lab network's: 23 for a rack past 30 servers (racksmith.lab.spec)
 
     @property
     def netns(self) -> str:
@@ -58,7 +59,7 @@ class HostSpec:
 
     @property
     def veth(self) -> str:
-        return net.veth_name(self.bridge, self.ip)
+        return net.veth_name(self.bridge, self.ip, self.prefixlen)
 
     @property
     def machine(self) -> str:
@@ -73,6 +74,7 @@ def rack_host(rack: RackSpec, server: Server) -> HostSpec:
         bridge=rack.bridge,
         mac=server.pxe_mac,
         apt_proxy=aptcache.proxy_url(rack.controller_ip, rack.apt_proxy_port),
+        prefixlen=rack.prefixlen,
     )
 
 
@@ -174,12 +176,17 @@ def require_root(what: str) -> None:
 
 
 def ensure_network(
-    lab: paths.LabPaths, *, bridge: str, controller_ip: str, proxy_port: int
+    lab: paths.LabPaths,
+    *,
+    bridge: str,
+    controller_ip: str,
+    proxy_port: int,
+    prefixlen: int = 24,
 ) -> None:
     """Bridge, apt cache, NTP server and SSH key: what a host needs before it boots."""
     require_root("the lab network")
     with file_lock(lab.lock):
-        net.ensure_bridge(bridge, controller_ip)
+        net.ensure_bridge(bridge, controller_ip, prefixlen)
         aptcache.ensure_running(lab, bind=controller_ip, port=proxy_port)
         ntp.ensure_running(lab, bind=controller_ip)
         creds.ensure_ssh_key(lab)
@@ -222,7 +229,7 @@ def start_host(
             bridge=host.bridge,
             netns=host.netns,
             veth=host.veth,
-            address=f"{host.ip}/24",
+            address=f"{host.ip}/{host.prefixlen}",
             mac=host.mac,
         )
         files.log.unlink(missing_ok=True)
@@ -365,7 +372,11 @@ def boot(
     """Boot rack server ``server``'s test host (eth0 MAC = its PXE MAC); wait for SSH."""
     lab = paths.LabPaths(paths.lab_dir(lab_dir))
     ensure_network(
-        lab, bridge=rack.bridge, controller_ip=rack.controller_ip, proxy_port=rack.apt_proxy_port
+        lab,
+        bridge=rack.bridge,
+        controller_ip=rack.controller_ip,
+        proxy_port=rack.apt_proxy_port,
+        prefixlen=rack.prefixlen,
     )
     start_host(lab, rack_host(rack, server), user_data=user_data)
 
@@ -389,9 +400,9 @@ def check_free_standing(rack: RackSpec, name: str, ip: str) -> None:
         address = ipaddress.IPv4Address(ip)
     except ValueError as exc:
         raise LabError(f"{ip!r} is not an IPv4 address") from exc
-    subnet = ipaddress.IPv4Network(f"{rack.prefix}.0/24")
+    subnet = rack.network
     last = int(str(address).rsplit(".", 1)[1])
-    if address not in subnet or last in (0, 1, 255):
+    if address not in subnet or last in (0, 255) or str(address) == rack.controller_ip:
         raise LabError(f"{ip} is not a host address on the lab subnet {subnet} ({rack.path})")
     for server in rack.servers:
         if server.name == name or server.ip == ip:
@@ -406,12 +417,18 @@ def _cmd_up(args: argparse.Namespace) -> int:
     check_free_standing(rack, args.name, args.ip)
     lab = paths.LabPaths(paths.lab_dir(args.lab_dir))
     ensure_network(
-        lab, bridge=rack.bridge, controller_ip=rack.controller_ip, proxy_port=rack.apt_proxy_port
+        lab,
+        bridge=rack.bridge,
+        controller_ip=rack.controller_ip,
+        proxy_port=rack.apt_proxy_port,
+        prefixlen=rack.prefixlen,
     )
     proxy = (
         None if args.no_apt_proxy else aptcache.proxy_url(rack.controller_ip, rack.apt_proxy_port)
     )
-    host = HostSpec(name=args.name, ip=args.ip, bridge=rack.bridge, apt_proxy=proxy)
+    host = HostSpec(
+        name=args.name, ip=args.ip, bridge=rack.bridge, apt_proxy=proxy, prefixlen=rack.prefixlen
+    )
     user_data = args.user_data.read_bytes() if args.user_data else None
     t0 = time.monotonic()
     start_host(lab, host, user_data=user_data)

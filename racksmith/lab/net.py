@@ -31,13 +31,15 @@ def check_host_name(name: str) -> str:
     return name
 
 
-def veth_name(bridge: str, ip: str) -> str:
-    """Controller-side veth of the host at ``ip`` on ``bridge``: ``<bridge>-<last octet>``.
+def veth_name(bridge: str, ip: str, prefixlen: int = 24) -> str:
+    """Controller-side veth of the host at ``ip`` on ``bridge``: ``<bridge>-<host number>``.
 
-    The last octet is unique on a /24 and the bridge is unique on the machine, so the pair is
+    The host number (the address within its /``prefixlen``: the last octet on a /24, up to 511
+    on a /23) is unique on the subnet and the bridge is unique on the machine, so the pair is
     unique; when the readable form would exceed 15 characters a hash of the bridge stands in.
     """
-    octet = str(ipaddress.IPv4Address(ip)).rsplit(".", 1)[1]
+    number = int(ipaddress.IPv4Address(ip)) & ((1 << (32 - prefixlen)) - 1)
+    octet = str(number)
     name = f"{bridge}-{octet}"
     if len(name) <= IFNAMSIZ:
         return name
@@ -110,12 +112,32 @@ def bridge_ports(bridge: str) -> list[str]:
         return []
 
 
+def stale_addresses(addr_json: str, controller_ip: str, prefixlen: int) -> list[str]:
+    """The controller's address on the bridge with another prefix length (``ip -j addr show``
+    output): left from before the rack grew past one /24, it would keep a second route."""
+    try:
+        links = json.loads(addr_json or "[]")
+        infos = [info for link in links for info in link.get("addr_info", [])]
+    except (ValueError, AttributeError, TypeError):
+        return []
+    return [
+        f"{info['local']}/{info['prefixlen']}"
+        for info in infos
+        if info.get("local") == controller_ip and info.get("prefixlen") != prefixlen
+    ]
+
+
 def ensure_bridge(bridge: str, controller_ip: str, prefixlen: int = 24) -> None:
     commands = bridge_commands(bridge, f"{controller_ip}/{prefixlen}")
-    if link_exists(bridge):
+    existed = link_exists(bridge)
+    if existed:
         commands = commands[1:]
     for argv in commands:
         run(argv)
+    if existed:
+        shown = run(["ip", "-j", "addr", "show", "dev", bridge], check=False)
+        for address in stale_addresses(shown, controller_ip, prefixlen):
+            run(["ip", "addr", "del", address, "dev", bridge], check=False)
 
 
 def delete_bridge(bridge: str) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from racksmith.lab import aptcache, creds, hosts, image, net, ntp, paths
+from racksmith.lab import aptcache, creds, hosts, image, limits, net, ntp, paths
 from racksmith.lab.errors import LabError
 from racksmith.lab.proc import (
     ProcRecord,
@@ -163,16 +163,18 @@ def up(rack: RackSpec, lab: paths.LabPaths) -> int:
     steps = _Steps()
     started: list[str] = []
     try:
+        limits.ensure(len(rack.servers))
         for item in clean_stale(rack, lab):
             print(f"[lab] cleaned stale {item}")
         fresh_bridge = not net.link_exists(rack.bridge)
         steps.run(
-            f"bridge {rack.bridge} ({rack.controller_ip}/24), apt cache, NTP, SSH key",
+            f"bridge {rack.bridge} ({rack.network}), apt cache, NTP, SSH key",
             lambda: hosts.ensure_network(
                 lab,
                 bridge=rack.bridge,
                 controller_ip=rack.controller_ip,
                 proxy_port=rack.apt_proxy_port,
+                prefixlen=rack.prefixlen,
             ),
         )
         if fresh_bridge:
@@ -255,7 +257,7 @@ def status_report(rack: RackSpec, lab: paths.LabPaths) -> dict:
         "lab_dir": str(lab.root),
         "bridge": {
             "name": rack.bridge,
-            "address": f"{rack.controller_ip}/24",
+            "address": f"{rack.controller_ip}/{rack.prefixlen}",
             "up": net.link_exists(rack.bridge),
         },
         "image": {

@@ -41,7 +41,41 @@ KNOWN_FAULTS = frozenset(
     }
 )
 
+#: What each fault breaks, so a generated rack mixes them (``racksmith lab rack --faults``).
+FAULT_KINDS: dict[str, str] = {
+    **{name: "bmc" for name in KNOWN_FAULTS if name.startswith("bmc_")},
+    **dict.fromkeys(
+        ("commission_fails", "deploy_fails", "power_fails", "deploy_timeout", "maas_busy",
+         "create_504"),
+        "maas",
+    ),
+    "missing_gpu": "hardware",
+}  # fmt: skip
+
 DEFAULT_SPEC = Path(__file__).resolve().parents[2] / "inventory" / "lab" / "rack.yml"
+
+# Address plan (docs/lab.md). Servers 1..30 sit at .20-.49 of the lab's /24, as always; the
+# rest of that /24 stays with the controller (.1), molecule (.50-.199) and spare (.240-.254).
+# A rack with more servers gets the whole /23 around the prefix: servers 31..284 take .1-.254
+# of the other /24 of that /23, so a rack of up to 284 servers never touches the first
+# /24's blocks, and a rack of 30 or fewer keeps exactly its /24.
+FIRST_BLOCK = 30
+MAX_INDEX = FIRST_BLOCK + 254
+
+
+def server_ip(prefix: str, index: int) -> str:
+    """The address of server ``index`` on the lab network of ``prefix`` (``192.168.250``)."""
+    if not 1 <= index <= MAX_INDEX:
+        raise ValueError(f"server index {index} is outside 1..{MAX_INDEX}")
+    if index <= FIRST_BLOCK:
+        return f"{prefix}.{19 + index}"  # .20 upwards: the demo rack's address block
+    return str(upper_block(prefix).network_address + (index - FIRST_BLOCK))
+
+
+def upper_block(prefix: str) -> ipaddress.IPv4Network:
+    """The other /24 of the /23 that holds ``prefix``.0/24 (250 -> 251, 247 -> 246)."""
+    lower = ipaddress.IPv4Network(f"{prefix}.0/24")
+    return next(n for n in lower.supernet(new_prefix=23).subnets(new_prefix=24) if n != lower)
 
 
 class SpecError(ValueError):
@@ -102,6 +136,15 @@ class RackSpec:
     def controller_ip(self) -> str:
         return f"{self.prefix}.1"
 
+    @property
+    def prefixlen(self) -> int:
+        """24 while every server fits the first block (.20-.49); 23 once one does not."""
+        return 24 if all(s.index <= FIRST_BLOCK for s in self.servers) else 23
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(f"{self.controller_ip}/{self.prefixlen}", strict=False)
+
     def server(self, name: str) -> Server:
         for server in self.servers:
             if server.name == name:
@@ -138,14 +181,23 @@ def load(path: Path | str = DEFAULT_SPEC) -> RackSpec:
     if len(bridge) > 15:
         raise SpecError(f"{path}: network.bridge {bridge!r} is longer than 15 characters")
     base_port = int(_require(bmc, "base_port", "bmc.", path))
+    if not 1 <= base_port <= 65535 - MAX_INDEX:
+        raise SpecError(f"{path}: bmc.base_port {base_port} leaves no room for the servers' ports")
     servers = []
     seen: set[str] = set()
+    indexes: set[int] = set()
     for i, raw in enumerate(_require(data, "servers", "", path)):
         where = f"servers[{i}]."
         index = int(_require(raw, "index", where, path))
         name = str(_require(raw, "name", where, path))
-        if not 1 <= index <= 30:
-            raise SpecError(f"{path}: {where}index {index} is outside 1..30 (addresses .20-.49)")
+        if not 1 <= index <= MAX_INDEX:
+            raise SpecError(
+                f"{path}: {where}index {index} is outside 1..{MAX_INDEX} (1..{FIRST_BLOCK}: "
+                f".20-.49 of {prefix}.0/24; above: .1-.254 of {upper_block(prefix)})"
+            )
+        if index in indexes:
+            raise SpecError(f"{path}: {where}index {index} is used twice")
+        indexes.add(index)
         if len(name) > 12 or name in seen:
             raise SpecError(f"{path}: {where}name {name!r} is a duplicate or over 12 chars")
         seen.add(name)
@@ -158,7 +210,7 @@ def load(path: Path | str = DEFAULT_SPEC) -> RackSpec:
                 index=index,
                 name=name,
                 model=str(_require(raw, "model", where, path)),
-                ip=f"{prefix}.{19 + index}",  # .20 upwards: the demo rack's address block
+                ip=server_ip(prefix, index),
                 bmc_port=base_port + index - 1,
                 faults=faults,
             )
