@@ -141,9 +141,10 @@ def build(packages: Sequence[Package], out: Path) -> LabRepo:
         raise LabError("building the lab repository needs dpkg-deb and gpg (dpkg, gnupg)")
     out.mkdir(parents=True)
     work = Path(tempfile.mkdtemp(prefix="labrepo-", dir=out.parent))
+    # Short path in the system temp dir: gpg-agent's socket lives in the home directory and a
+    # Unix socket path must stay under 108 bytes.
+    gnupg = Path(tempfile.mkdtemp(prefix="rs-gpg-"))
     try:
-        gnupg = work / "gnupg"
-        gnupg.mkdir(mode=0o700)
         _gpg(gnupg, "--passphrase", "", "--pinentry-mode", "loopback",
              "--quick-gen-key", KEY_UID, "ed25519", "sign", "never")  # fmt: skip
         public_key = _gpg(gnupg, "--armor", "--export", KEY_UID).stdout.encode()
@@ -163,6 +164,10 @@ def build(packages: Sequence[Package], out: Path) -> LabRepo:
         for repo, repo_entries in entries.items():
             _publish(out / repo, repo_entries, gnupg, public_key)
     finally:
+        # The agent gpg started for this home directory: stop it before removing its socket.
+        subprocess.run(["gpgconf", "--homedir", str(gnupg), "--kill", "gpg-agent"],
+                       capture_output=True, check=False)  # fmt: skip
+        shutil.rmtree(gnupg, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     return LabRepo(root=out, digest="", repos=tuple(entries), debs=tuple(debs))
 

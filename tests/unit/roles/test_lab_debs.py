@@ -141,3 +141,39 @@ def test_every_line_the_programs_print_says_lab_standin(tmp_path, program, args)
     lines = (done.stdout + done.stderr).splitlines()
     assert lines, "the program printed nothing"
     assert all(line.startswith("LAB STAND-IN") for line in lines), lines
+
+
+def test_server_serves_the_build_is_idempotent_and_stops(tmp_path, monkeypatch):
+    import socket
+    import urllib.error
+
+    from racksmith.lab.debs import serve
+    from racksmith.lab.paths import LabPaths
+    from racksmith.lab.proc import read_record
+
+    monkeypatch.setenv("RACKSMITH_CACHE_DIR", str(tmp_path / "cache"))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    lab = LabPaths(tmp_path / "lab")
+    repo, url = serve.ensure_running(lab, bind="127.0.0.1", port=port)
+    try:
+        pid = read_record(lab.pidfile(serve.DAEMON)).pid
+        assert b"BEGIN PGP SIGNED MESSAGE" in _get(f"{url}/{packages.CUDA_REPO}/InRelease")
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            _get(f"{url}/{packages.CUDA_REPO}/")
+        again, _ = serve.ensure_running(lab, bind="127.0.0.1", port=port)
+        assert again.root == repo.root
+        assert read_record(lab.pidfile(serve.DAEMON)).pid == pid  # left running, not restarted
+    finally:
+        assert serve.stop_serving(lab)
+    # nothing answers any more (refused, or reset by a socket closing as the server exits)
+    with pytest.raises(OSError):
+        _get(f"{url}/{packages.CUDA_REPO}/InRelease")
+
+
+def _get(url: str) -> bytes:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as reply:  # noqa: S310 (http on 127.0.0.1)
+        return reply.read()
