@@ -16,6 +16,10 @@ from typing import Any
 DEFAULT_EXPECTED_HARDWARE: dict[str, dict[str, Any]] = {
     "PowerEdge XE9680": {"gpus": 8, "gpu_model": "NVIDIA H200"},
     "PowerEdge R750": {"gpus": 1, "gpu_model": "NVIDIA H100 PCIe"},
+    "SYS-821GE-TNHR": {"gpus": 8, "gpu_model": "NVIDIA H100 80GB HBM3"},  # Supermicro HGX
+    "DGXH100": {"gpus": 8, "gpu_model": "NVIDIA H100 80GB HBM3"},
+    "ThinkSystem SR670 V2": {"gpus": 8, "gpu_model": "NVIDIA L40"},
+    "ProLiant DL385 Gen10 Plus v2": {"gpus": 0},
 }
 
 

@@ -52,11 +52,10 @@ def test_lab_rack_graph(running_rack):
         else:
             assert in_ok and facts["redfish_error"] is None
             assert host == facts["redfish_service_tag"].lower() and host in graph.stdout
-            assert facts["redfish_pxe_mac"].startswith("02:5a:")
-            expected = (
-                7 if "missing_gpu" in bmc["faults"] else 8 if bmc["model"] == "hgx-h200-8gpu" else 1
-            )
-            assert len(facts["redfish_gpus"]) == expected
+            assert facts["redfish_pxe_mac"].startswith("02:5a:"), (bmc["model"], facts)
+            gpus = {"r750-h100pcie": 1, "hpe-dl385g10p": 0}.get(bmc["model"], 8)
+            expected = gpus - 1 if "missing_gpu" in bmc["faults"] else gpus
+            assert len(facts["redfish_gpus"]) == expected, (bmc["model"], facts["redfish_gpus"])
 
 
 @pytest.mark.parametrize("running_rack", [FAULT_RACK], indirect=True)
