@@ -144,7 +144,14 @@ def _health_cause(text: str) -> str | None:
     return "health_software"
 
 
+#: A MAAS event line is evidence of trouble only at these levels: "INFO: PXE Request -
+#: installation" is MAAS saying a boot went fine, not a boot failure.
+_EVENT_TROUBLE = re.compile(r"\b(ERROR|WARNING|CRITICAL)\b")
+
+
 def _line_cause(line: Line) -> str | None:
+    if line.source == "maas event" and not _EVENT_TROUBLE.search(line.text):
+        return None
     if line.source == "health":
         named = _health_cause(line.text)
         if named:

@@ -156,3 +156,23 @@ def test_maas_triage_is_evidence():
 def test_every_cause_has_an_action_and_advice():
     for c in CAUSES.values():
         assert c.title and c.advice and isinstance(c.action, Action), c.name
+
+
+def test_a_successful_pxe_event_is_not_a_boot_failure():
+    """The demo's curtin failure arrives with MAAS's event history, which includes
+    "INFO: PXE Request - installation": a boot that went fine, not evidence of a boot failure."""
+    ev = evidence_from_report("lf87123", {
+        "result": "FAILED:deploy", "failed_phase": "deploy",
+        "failure_reason": DEMO["lf87123"][0]["failure_reason"],
+        "maas": {"events": [
+            "Tue, 01 Dec. 2026 00:07:57 ERROR: Node installation failure - 'curtin' curtin "
+            "command install: grub-install: error: efibootmgr failed to register the boot entry",
+            "Tue, 01 Dec. 2026 00:07:48 INFO: PXE Request - installation",
+        ]},
+    })  # fmt: skip
+    assert classify(ev).cause.name == "deploy_failed"
+    failed_pxe = evidence_from_report("h2", {
+        "result": "FAILED:deploy", "failed_phase": "deploy", "failure_reason": "deploy failed",
+        "maas": {"events": ["Tue, 01 Dec. 2026 00:07:48 ERROR: PXE boot timed out"]},
+    })  # fmt: skip
+    assert classify(failed_pxe).cause.name == "boot_failure"
