@@ -3,6 +3,8 @@
 #   static       ruff + ansible-lint (production profile, offline)
 #   unit         pytest tests/unit (no root, loopback only)
 #   integration  pytest tests/integration, the tests that need no lab (emulators in-process)
+#   sanity       ansible-test sanity on the built collection tarball (scripts/sanity.sh,
+#                docs/collection.md)
 #   lab          build/reuse the test-host image, `racksmith lab up`, pytest -m lab
 #                tests/integration on real nspawn hosts, then `molecule test` per scenario
 #   bench        every tests/bench/*.py with --quick (a smoke run: do the figures still print?)
@@ -20,7 +22,7 @@ export PATH="$PWD/${RACKSMITH_VENV:-.venv}/bin:$PATH" ANSIBLE_CONFIG="$PWD/ansib
 export PYTHONUNBUFFERED=1 ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 LOGS=${RACKSMITH_TEST_LOGS:-runs/test-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$LOGS"
-ALL_LANES=(static unit integration lab bench)
+ALL_LANES=(static unit integration sanity lab bench)
 LANES=("$@")
 ((${#LANES[@]})) || LANES=("${ALL_LANES[@]}")
 for l in "${LANES[@]}"; do
@@ -103,6 +105,7 @@ if wants static; then
 fi
 wants unit && run_step unit pytest -q -n auto -p no:cacheprovider tests/unit
 wants integration && run_step integration pytest -q -p no:cacheprovider -m "not lab" tests/integration
+wants sanity && run_step sanity scripts/sanity.sh
 
 # --- lab lane -----------------------------------------------------------------------------------
 if wants lab; then
