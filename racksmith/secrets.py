@@ -32,7 +32,7 @@ from urllib.parse import quote, quote_plus
 MASK = "********"
 
 #: Environment variables whose values are secrets by contract.
-SECRET_ENV_VARS = ("RACKSMITH_BMC_PASSWORD", "MAAS_API_KEY")
+SECRET_ENV_VARS = ("RACKSMITH_BMC_PASSWORD", "MAAS_API_KEY", "UFM_PASSWORD")
 
 # Shorter strings would mask ordinary words everywhere ("tok" in "token"); no BMC password or
 # MAAS key part that is worth protecting is that short.

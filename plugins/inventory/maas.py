@@ -25,7 +25,7 @@ options:
   plugin:
     description: Marks this file as a racksmith MAAS inventory.
     required: true
-    choices: [maas]
+    choices: [maas, racksmith.core.maas]
   credentials_file:
     description:
       - C(KEY=VALUE) file with C(MAAS_URL) and C(MAAS_API_KEY), read when the environment lacks

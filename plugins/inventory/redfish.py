@@ -30,7 +30,7 @@ options:
   plugin:
     description: Marks this file as a racksmith Redfish inventory.
     required: true
-    choices: [redfish]
+    choices: [redfish, racksmith.core.redfish]
   targets:
     description:
       - BMCs as C(ADDRESS[:PORT]), C(ADDRESS:PORT-PORT), CIDRs (C(10.0.0.0/28)), address ranges
@@ -161,6 +161,7 @@ import logging
 import os
 import re
 import time
+from collections import Counter
 
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
@@ -395,9 +396,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     {"bmc": record["bmc"]},
                 )
             named.append((name, record))
-        counts = {}
-        for name, _ in named:
-            counts[name] = counts.get(name, 0) + 1
+        counts = Counter(name for name, _record in named)
         strict = self.get_option("strict")
         for name, record in named:
             if counts[name] > 1:  # never merge two BMCs into one host

@@ -15,7 +15,7 @@ from racksmith.health.parsers import (
     smi_xml,
     sysfs,
 )
-from racksmith.health.replay import parse_pci_capture
+from racksmith.lab.standin import parse_pci_capture
 
 
 @pytest.mark.parametrize("capture", CAPTURES)
