@@ -141,7 +141,7 @@ def ansible_run(url: str, key: str, count: int, speed: float, workdir: Path, pla
     inv = workdir / "inventory"
     (inv / "group_vars").mkdir(parents=True, exist_ok=True)
     (inv / "hosts.yml").write_text(yaml.safe_dump({"bmc_ok": {"hosts": hosts}}))
-    (inv / "maas.yml").write_text("plugin: maas\n")
+    (inv / "maas.yml").write_text("plugin: racksmith.core.maas\n")
     (inv / "group_vars" / "all.yml").write_text(
         yaml.safe_dump(
             {

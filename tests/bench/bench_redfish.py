@@ -88,12 +88,12 @@ def run_racksmith(farm, work: Path, ca: Path, creds: dict[str, str], workers: in
     cfg = work / "racksmith.cfg"
     cfg.write_text(
         "[defaults]\ninventory_plugins = "
-        f"{REPO / 'plugins' / 'inventory'}\n[inventory]\nenable_plugins = redfish\n"
+        f"{REPO / 'plugins' / 'inventory'}\n[inventory]\nenable_plugins = racksmith.core.redfish\n"
     )
     inventory = work / "redfish.yml"
     targets = "".join(f"  - 127.0.0.1:{b.port}\n" for b in farm.bmcs)
     inventory.write_text(
-        f"plugin: redfish\ntargets:\n{targets}ca_bundle: {ca}\nconcurrency: {workers}\ndeadline: "
+        f"plugin: racksmith.core.redfish\ntargets:\n{targets}ca_bundle: {ca}\nconcurrency: {workers}\ndeadline: "
         "300\n"
         "read_timeout: 60\n"
     )

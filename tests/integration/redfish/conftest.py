@@ -113,7 +113,7 @@ def _ansible_cfg(lab_dir: Path) -> None:
         f"doc_fragment_plugins = {REPO / 'plugins' / 'doc_fragments'}\n"
         f"collections_path = {REPO / '.collections'}\n"
         "forks = 32\nretry_files_enabled = False\n"
-        "[inventory]\nenable_plugins = redfish\n"
+        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
     )
 
 

@@ -19,7 +19,7 @@ def _ansible_env(tmp_path: Path, lab_dir: Path, **extra: str) -> dict[str, str]:
     cfg.write_text(
         "[defaults]\n"
         f"inventory_plugins = {REPO / 'plugins' / 'inventory'}\n"
-        "[inventory]\nenable_plugins = redfish\n"
+        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_BMC_"))}
     env.update(
@@ -35,7 +35,7 @@ def _ansible_env(tmp_path: Path, lab_dir: Path, **extra: str) -> dict[str, str]:
 
 def _inventory(tmp_path: Path, lab, lab_dir: Path, **options) -> Path:
     config = {
-        "plugin": "redfish",
+        "plugin": "racksmith.core.redfish",
         "targets": [str(t) for t in lab.targets()],
         "credentials_file": str(lab_dir / "secrets" / "bmc.env"),
         "ca_bundle": str(lab_dir / "ca" / "ca.pem"),

@@ -80,7 +80,7 @@ def test_inventory_list_and_cache_hold_no_form_of_the_password(hostile, tmp_path
     source.write_text(
         yaml.safe_dump(
             {
-                "plugin": "redfish",
+                "plugin": "racksmith.core.redfish",
                 "targets": [server.address],
                 "scheme": "http",
                 "credentials_file": str(env_file),
@@ -95,7 +95,7 @@ def test_inventory_list_and_cache_hold_no_form_of_the_password(hostile, tmp_path
     cfg = tmp_path / "ansible.cfg"
     cfg.write_text(
         f"[defaults]\ninventory_plugins = {REPO / 'plugins' / 'inventory'}\n"
-        "[inventory]\nenable_plugins = redfish\n"
+        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
     env.update(ANSIBLE_CONFIG=str(cfg), HOME=str(tmp_path), ANSIBLE_LOCAL_TEMP=str(tmp_path))

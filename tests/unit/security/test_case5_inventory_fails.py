@@ -21,15 +21,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 BROKEN = {
     "plain-text password": (
-        "plugin: redfish\ntargets: [127.0.0.1:9]\npassword: hunter22\n",
+        "plugin: racksmith.core.redfish\ntargets: [127.0.0.1:9]\npassword: hunter22\n",
         "'password' is plain text",
     ),
     "missing credentials variable": (
-        "plugin: redfish\ntargets: [127.0.0.1:9]\npassword_env: RACKSMITH_NO_SUCH_VAR\n",
+        "plugin: racksmith.core.redfish\ntargets: [127.0.0.1:9]\npassword_env: RACKSMITH_NO_SUCH_VAR\n",
         "RACKSMITH_NO_SUCH_VAR",
     ),
-    "broken YAML": ("plugin: redfish\ntargets: [127.0.0.1:9\n", "redfish.yml"),
-    "bad target": ("plugin: redfish\ntargets: [127.1]\n", "'127.1'"),
+    "broken YAML": ("plugin: racksmith.core.redfish\ntargets: [127.0.0.1:9\n", "redfish.yml"),
+    "bad target": ("plugin: racksmith.core.redfish\ntargets: [127.1]\n", "'127.1'"),
 }
 
 
