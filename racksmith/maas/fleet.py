@@ -390,7 +390,13 @@ def run(
         )
         try:
             outcome = operation(cast(MaasClient, proxy), host_policy, host)
-            result = HostResult(name=host.name, **outcome.as_dict())
+            result = HostResult(
+                name=host.name,
+                changed=outcome.changed,
+                actions=list(outcome.actions),
+                warnings=list(outcome.warnings),
+                machine=outcome.machine.summary() if outcome.machine else None,
+            )
         except MachineFailed as exc:
             result = HostResult(
                 name=host.name,
