@@ -26,6 +26,7 @@ DOCUMENTATION = """
       - the racksmith Python package
 """
 
+import math
 import os
 import threading
 import time
@@ -164,7 +165,7 @@ class _ProgressThread:
         raw = os.environ.get("RACKSMITH_PROGRESS_INTERVAL", "")
         try:
             interval = float(raw) if raw else DEFAULT_INTERVAL
-            if not interval > 0:
+            if not math.isfinite(interval) or interval <= 0:  # NaN and inf fail too
                 raise ValueError(raw)
         except ValueError:
             display.warning(
