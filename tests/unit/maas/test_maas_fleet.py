@@ -168,3 +168,16 @@ def test_progress_line():
     assert (
         Progress("enlist", {"ready": 3}, [], 3725, 3).line() == "enlist: 3 ready, 0 failed, 1:02:05"
     )
+
+
+def test_when_the_shared_read_fails_hosts_read_their_own_machine(sim, policy, monkeypatch):
+    hosts = [host(n) for n in range(1, 5)]
+    batch(sim, hosts, fleet.ready_operation(BOSS), policy)
+    with sim.client() as reader:  # one failed batch read: those machines are simply left out
+        sim.store.add_http_fault(status=500, path="/machines/", method="GET")
+        assert fleet._read_all(reader, ["abc", "def"]) == ({}, 0)
+    monkeypatch.setattr(fleet, "_read_all", lambda client, ids: ({}, 0))  # MAAS lists nothing
+    run, clients, _ = batch(sim, hosts, fleet.deploy_operation(DeployOptions()), policy)
+    assert run.failed == [] and run.batch_reads == 0
+    assert {r.machine["status_name"] for r in run.results.values()} == {"Deployed"}
+    assert clients.requests() / len(hosts) > 5  # each host polled on its own instead
