@@ -86,4 +86,25 @@ options:
       unread (malformed).
     type: int
     default: 16777216
+  vendor:
+    description: 'Vendor profile: what is read from where and how actions are written
+      (boot-once payload, settings object, C(If-Match)). C(auto) chooses per server
+      from its C(Manufacturer), then the service root; name a profile to override
+      that for every BMC (docs/redfish.md, "Vendor profiles").'
+    type: str
+    default: auto
+    choices:
+    - auto
+    - dell
+    - supermicro
+    - lenovo
+    - hpe
+    - nvidia-dgx
+    - generic
+  system:
+    description: 'The ComputerSystem that power and boot act on, by C(@odata.id) or
+      C(Id), where one BMC serves several hosts (a multi-node chassis): the inventory''s
+      C(redfish_system_uri). Without it such a BMC is refused, never guessed. A DGX''s
+      baseboard system is not a host and needs none.'
+    type: str
 """

@@ -12,6 +12,11 @@ description:
     back. Success is what the BMC reports afterwards, not the PATCH status. An iDRAC that
     answers 400 "depends on other attribute(s)" but applies the override succeeds with a
     warning, as does C(Pxe) read back as C(UefiTarget).
+  - The vendor profile decides how the override is written. Supermicro and NVIDIA DGX get
+    C(BootSourceOverrideMode) with the target (C(UEFI) unless C(mode) says otherwise). A DGX
+    takes it at the system's C(@Redfish.Settings) object (C(Systems/DGX/SD)) with its ETag in
+    C(If-Match); there it is pending until the next boot, so C(before) and C(after) are read
+    from that object.
   - Check mode says what it would set and changes nothing.
 extends_documentation_fragment:
   - racksmith.core.racksmith_redfish
@@ -44,6 +49,10 @@ after:
   description: override read back
   type: dict
   returned: success
+payload:
+  description: the PATCH body it would send (the vendor's boot-once payload)
+  type: dict
+  returned: check mode, when it would change something
 error_kind:
   description: why it failed
   type: str
@@ -81,12 +90,18 @@ def main():
 
     def action(client):
         result = actions.boot_once(
-            client, p["target"], mode=p["mode"], check_mode=module.check_mode
+            client,
+            p["target"],
+            mode=p["mode"],
+            check_mode=module.check_mode,
+            vendor=p["vendor"],
+            system_id=p["system"],
         )
         after = result.after
         if module.check_mode and result.changed:  # the override it would set
+            sent = result.details["payload"]["Boot"]
             after = {**result.before, "enabled": "Once", "target": p["target"]}
-            after["mode"] = p["mode"] or after["mode"]
+            after["mode"] = sent.get("BootSourceOverrideMode", after["mode"])
         result.details["diff"] = diff(result.before, after)
         return result
 

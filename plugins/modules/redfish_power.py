@@ -11,6 +11,8 @@ description:
     changes nothing. Otherwise posts C(ComputerSystem.Reset) with a reset type the BMC
     advertises, then polls C(PowerState) until it reaches the goal or C(wait) runs out.
   - iDRAC's 409 C(PSU501) ("already powered on") is treated as success with a warning.
+  - Where a BMC lists the reset types only in the action's C(@Redfish.ActionInfo) (Supermicro,
+    NVIDIA DGX) they are read from there; a goal the BMC has no reset type for is refused.
   - Check mode reports the reset type it would post and changes nothing.
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
 extends_documentation_fragment:
@@ -100,7 +102,13 @@ def main():
 
     def action(client):
         result = actions.power(
-            client, p["state"], check_mode=module.check_mode, wait=p["wait"], poll=p["poll"]
+            client,
+            p["state"],
+            check_mode=module.check_mode,
+            wait=p["wait"],
+            poll=p["poll"],
+            vendor=p["vendor"],
+            system_id=p["system"],
         )
         after = _GOAL_STATE[p["state"]] if module.check_mode and result.changed else result.after
         result.details["diff"] = diff({"power_state": result.before}, {"power_state": after})

@@ -9,7 +9,20 @@ are tolerated explicitly and reported as warnings:
 - ``ResetType: On`` on a server that is on answers **409 IDRAC.x.PSU501**: that is "already
   on", not a failure;
 - the boot override PATCH may answer 400 and still be applied; the read-back decides;
-- reset types are checked against ``ResetType@Redfish.AllowableValues`` before posting.
+- reset types are checked against ``ResetType@Redfish.AllowableValues`` before posting, or
+  against the action's ``@Redfish.ActionInfo`` where the BMC lists them only there (Supermicro,
+  the AMI BMC of a DGX): one more GET, only when an action is about to be posted.
+
+Vendor differences come from the host's profile (:mod:`racksmith.redfish.vendors`, chosen as
+discovery chooses it, or named with ``vendor``): the boot-once payload (``BootSourceOverrideMode``
+sent with the target on Supermicro and DGX) and, on a DGX, where the override is written: the
+system's ``@Redfish.Settings`` object (``Systems/DGX/SD``), with the ETag read from it in
+``If-Match``. That object holds the *pending* override the firmware applies at the next boot,
+so the state before and the read-back come from it too, not from the system.
+
+A BMC with several host systems (a multi-node chassis) is acted on only when ``system`` names
+one of them: a guess could power off the wrong server. A DGX's ``HGX_Baseboard_0`` is not a
+host (see :func:`vendors.partition_systems`), so a DGX needs no ``system``.
 """
 
 from __future__ import annotations
@@ -20,10 +33,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from racksmith.redfish import parse
-from racksmith.redfish.client import RedfishClient
+from racksmith.redfish import parse, vendors
+from racksmith.redfish.client import RedfishClient, Response
 from racksmith.redfish.errors import ErrorKind, RedfishError
 
+SERVICE_ROOT = "/redfish/v1"
 SYSTEMS = "/redfish/v1/Systems"
 MANAGERS = "/redfish/v1/Managers"
 ALREADY_ON = "PSU501"
@@ -55,12 +69,53 @@ def _fail(client: RedfishClient, kind: ErrorKind, reason: str) -> RedfishError:
     return RedfishError(kind, reason, bmc=str(client.target))
 
 
-def system(client: RedfishClient) -> parse.SystemInfo:
-    """The (first) ComputerSystem behind this BMC, found through the collection."""
+def _pick(client: RedfishClient, systems: list[parse.Doc], wanted: str | None) -> parse.Doc:
+    """The host system to act on: the one ``wanted`` names (``@odata.id`` or ``Id``), the only
+    system, or the only host among several systems (a DGX's baseboard is not a host)."""
+    if wanted:
+        for doc in systems:
+            if wanted in (doc.get("@odata.id"), doc.get("Id")):
+                return doc
+        ids = ", ".join(str(d.get("@odata.id")) for d in systems)
+        raise _fail(client, ErrorKind.INCOMPLETE, f"no system {wanted!r} (systems: {ids})")
+    if len(systems) == 1:
+        return systems[0]
+    groups = vendors.partition_systems(systems)
+    if len(groups) == 1:
+        return groups[0].host
+    if not groups:
+        ids = ", ".join(str(d.get("@odata.id")) for d in systems)
+        raise _fail(client, ErrorKind.INCOMPLETE, f"no host among the systems ({ids})")
+    ids = ", ".join(str(g.host.get("@odata.id")) for g in groups)
+    raise _fail(
+        client,
+        ErrorKind.UNSUPPORTED,
+        f"{len(groups)} hosts share this BMC ({ids}); name one with system "
+        "(the inventory's redfish_system_uri)",
+    )
+
+
+def locate(
+    client: RedfishClient, *, vendor: str = vendors.AUTO, system_id: str | None = None
+) -> tuple[parse.SystemInfo, vendors.VendorProfile]:
+    """The ComputerSystem to act on and the vendor profile that says how (``vendor`` overrides
+    the choice; the service root is read only when the Manufacturer does not decide)."""
     systems = client.get_collection(SYSTEMS)
     if not systems:
         raise _fail(client, ErrorKind.INCOMPLETE, "Systems collection is empty")
-    return parse.parse_system(systems[0])
+    doc = _pick(client, systems, system_id)
+    root = None
+    if vendor == vendors.AUTO and not vendors.manufacturer_decides(doc):
+        root = client.get(SERVICE_ROOT)
+    profile = vendors.choose(doc, root, vendor)
+    return parse.parse_system(doc, profile.service_tag_fields), profile
+
+
+def system(
+    client: RedfishClient, *, vendor: str = vendors.AUTO, system_id: str | None = None
+) -> parse.SystemInfo:
+    """The ComputerSystem behind this BMC (see :func:`locate`)."""
+    return locate(client, vendor=vendor, system_id=system_id)[0]
 
 
 def _wait_for(
@@ -81,7 +136,23 @@ def _wait_for(
 # -- power ---------------------------------------------------------------------------------------
 
 
-def _reset_type(info: parse.SystemInfo, state: str, client: RedfishClient) -> str:
+def allowed_reset_types(client: RedfishClient, info: parse.SystemInfo) -> tuple[str, ...]:
+    """The reset types the BMC allows: inline, else from the action's ``@Redfish.ActionInfo``;
+    empty when it advertises neither. An ActionInfo that cannot be read or names no
+    ``ResetType`` is an error (fail closed), not "anything goes"."""
+    if info.reset_types or not info.reset_info_uri:
+        return info.reset_types
+    values = parse.action_parameter_values(client.get(info.reset_info_uri), "ResetType")
+    if not values:
+        raise _fail(
+            client,
+            ErrorKind.INCOMPLETE,
+            f"{info.reset_info_uri} lists no allowable ResetType values",
+        )
+    return values
+
+
+def _reset_type(allowed: tuple[str, ...], state: str, client: RedfishClient) -> str:
     preferences = {
         "on": ("On",),
         "off": ("ForceOff",),
@@ -89,16 +160,15 @@ def _reset_type(info: parse.SystemInfo, state: str, client: RedfishClient) -> st
         "cycle": ("PowerCycle", "ForceRestart"),
         "restart": ("GracefulRestart", "ForceRestart"),
     }[state]
-    if not info.reset_types:  # nothing advertised: use the standard name
+    if not allowed:  # nothing advertised: use the standard name
         return preferences[0]
     for reset_type in preferences:
-        if reset_type in info.reset_types:
+        if reset_type in allowed:
             return reset_type
     raise _fail(
         client,
         ErrorKind.UNSUPPORTED,
-        f"power {state}: BMC allows only {', '.join(info.reset_types)} (wanted "
-        f"{' or '.join(preferences)})",
+        f"power {state}: BMC allows only {', '.join(allowed)} (wanted {' or '.join(preferences)})",
     )
 
 
@@ -109,11 +179,13 @@ def power(
     check_mode: bool = False,
     wait: float = 120.0,
     poll: float = 2.0,
+    vendor: str = vendors.AUTO,
+    system_id: str | None = None,
 ) -> ActionResult:
     """Bring the server to ``state`` and read the result back within ``wait`` seconds."""
     if state not in POWER_STATES:
         raise ValueError(f"power state must be one of {', '.join(POWER_STATES)}")
-    info = system(client)
+    info = system(client, vendor=vendor, system_id=system_id)
     before = info.power_state or "Unknown"
     is_on = before in ("On", "PoweringOn")
     if (state == "on" and is_on) or (
@@ -124,7 +196,7 @@ def power(
         state_to_post = "on"  # cycling a server that is off means switching it on
     else:
         state_to_post = state
-    reset_type = _reset_type(info, state_to_post, client)
+    reset_type = _reset_type(allowed_reset_types(client, info), state_to_post, client)
     if check_mode:
         return ActionResult(
             True,
@@ -176,31 +248,59 @@ def power(
 # -- one-time boot
 
 
+def _override(boot: parse.BootOverride) -> dict[str, str | None]:
+    return {"enabled": boot.enabled, "target": boot.target, "mode": boot.mode}
+
+
+def _etag(doc: parse.Doc) -> str | None:
+    value = doc.get("@odata.etag")
+    return value if isinstance(value, str) and value else None
+
+
 def boot_once(
-    client: RedfishClient, target: str = "Pxe", *, mode: str | None = None, check_mode: bool = False
+    client: RedfishClient,
+    target: str = "Pxe",
+    *,
+    mode: str | None = None,
+    check_mode: bool = False,
+    vendor: str = vendors.AUTO,
+    system_id: str | None = None,
 ) -> ActionResult:
-    """Set a one-time boot override (next boot only) and read it back."""
-    info = system(client)
-    boot = info.boot
-    before = {"enabled": boot.enabled, "target": boot.target, "mode": boot.mode}
+    """Set a one-time boot override (next boot only) the way the vendor wants it, read it back."""
+    info, profile = locate(client, vendor=vendor, system_id=system_id)
+    quirks = profile.boot
+    # Where the override is written and read: the system, or its settings object (DGX ``SD``),
+    # which holds the pending override and (only there) the allowable values.
+    uri = info.uri
+    current = None
+    if quirks.settings_path:
+        uri = info.settings_uri or quirks.patch_path(info.uri)
+        current = client.get(uri)
+    boot = parse.parse_boot(current) if current is not None else info.boot
+    before = _override(boot)
     if boot.enabled == "Once" and boot.target == target and (mode is None or boot.mode == mode):
         return ActionResult(False, before, before, f"next boot already set once to {target}")
-    if boot.allowed_targets and target not in boot.allowed_targets:
+    allowed = boot.allowed_targets or info.boot.allowed_targets
+    if allowed and target not in allowed:
         raise _fail(
             client,
             ErrorKind.UNSUPPORTED,
-            f"boot target {target!r} not offered (BMC allows {', '.join(boot.allowed_targets)})",
+            f"boot target {target!r} not offered (BMC allows {', '.join(allowed)})",
         )
-    wanted: dict[str, str] = {
-        "BootSourceOverrideEnabled": "Once",
-        "BootSourceOverrideTarget": target,
-    }
+    payload = quirks.payload(target)
     if mode:
-        wanted["BootSourceOverrideMode"] = mode
+        payload["Boot"]["BootSourceOverrideMode"] = mode
+    where = f" at {uri}" if uri != info.uri else ""
     if check_mode:
-        return ActionResult(True, before, before, f"would set next boot once to {target}")
-    response = client.patch(info.uri, {"Boot": wanted})
+        return ActionResult(
+            True,
+            before,
+            before,
+            f"would set next boot once to {target}{where}",
+            details={"payload": payload},
+        )
     warnings: list[str] = []
+    response = _patch_boot(client, uri, payload, quirks, current, warnings)
     if response.status == 400:
         # Known iDRAC behaviour: 400 although applied; the read-back below decides.
         warnings.append(f"BMC answered 400 ({response.message()}); checked by reading back")
@@ -208,10 +308,10 @@ def boot_once(
         raise _fail(
             client,
             ErrorKind.HTTP,
-            f"boot override PATCH: HTTP {response.status} {response.message()}",
+            f"boot override PATCH {uri}: HTTP {response.status} {response.message()}",
         )
-    after_boot = parse.parse_system(client.get(info.uri)).boot
-    after = {"enabled": after_boot.enabled, "target": after_boot.target, "mode": after_boot.mode}
+    after_boot = parse.parse_boot(client.get(uri))
+    after = _override(after_boot)
     applied = after_boot.enabled == "Once" and (
         after_boot.target == target or (target == "Pxe" and after_boot.target == "UefiTarget")
     )
@@ -219,13 +319,39 @@ def boot_once(
         raise _fail(
             client,
             ErrorKind.HTTP,
-            f"boot override not applied: reads back {after_boot.enabled}/{after_boot.target}",
+            f"boot override not applied: {uri} reads back {after_boot.enabled}/{after_boot.target}",
         )
     if after_boot.target != target:
         warnings.append(f"{target} reads back as {after_boot.target} (known iDRAC UEFI behaviour)")
+    pending = " (pending in the settings object until the next boot)" if where else ""
     return ActionResult(
-        True, before, after, f"next boot once to {after_boot.target}", tuple(warnings)
+        True, before, after, f"next boot once to {after_boot.target}{pending}", tuple(warnings)
     )
+
+
+def _patch_boot(
+    client: RedfishClient,
+    uri: str,
+    payload: dict[str, Any],
+    quirks: vendors.BootQuirks,
+    current: parse.Doc | None,
+    warnings: list[str],
+) -> Response:
+    """PATCH the override; with ``If-Match`` where the vendor requires it. A 412 means the
+    document changed between our read and our write: read the new ETag and try once more."""
+    if not quirks.if_match:
+        return client.patch(uri, payload)
+
+    def attempt(doc: parse.Doc) -> Response:
+        etag = _etag(doc)
+        if etag is None:
+            warnings.append(f"{uri} carries no ETag; sent If-Match: *")
+        return client.patch(uri, payload, headers={"If-Match": etag or "*"})
+
+    response = attempt(current if current is not None else client.get(uri))
+    if response.status == 412:
+        response = attempt(client.get(uri))
+    return response
 
 
 # -- clock

@@ -69,6 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     p.add_argument("--yes", action="store_true", help="confirm off/cycle/restart")
+    options.SYSTEM.add_to(p)
     p.set_defaults(func=_power)
 
     p = subparsers.add_parser(
@@ -78,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--target", default="Pxe", help="boot source (default Pxe)")
     p.add_argument("--mode", choices=("UEFI", "Legacy"), help="boot mode to request with it")
     p.add_argument("--dry-run", action="store_true")
+    options.SYSTEM.add_to(p)
     p.set_defaults(func=_boot)
 
     p = subparsers.add_parser("clock", help="report BMC clock skew; --set corrects it")
@@ -158,6 +160,7 @@ def _discover(args: argparse.Namespace) -> int:
             deadline=args.deadline,
             pxe_rules=tuple(args.pxe_rules or parse.DEFAULT_PXE_RULES),
             extras=frozenset(args.extras or ()),
+            vendor=args.vendor,
         )
     except ValueError as exc:
         raise UsageError(f"redfish discover: {exc}") from None
@@ -231,7 +234,16 @@ def _power(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     verb = f"{'would ' if args.dry_run else ''}power {args.state}"
     return _act(
-        args, verb, lambda c: actions.power(c, args.state, check_mode=args.dry_run, wait=args.wait)
+        args,
+        verb,
+        lambda c: actions.power(
+            c,
+            args.state,
+            check_mode=args.dry_run,
+            wait=args.wait,
+            vendor=args.vendor,
+            system_id=args.system,
+        ),
     )
 
 
@@ -240,7 +252,14 @@ def _boot(args: argparse.Namespace) -> int:
     return _act(
         args,
         verb,
-        lambda c: actions.boot_once(c, args.target, mode=args.mode, check_mode=args.dry_run),
+        lambda c: actions.boot_once(
+            c,
+            args.target,
+            mode=args.mode,
+            check_mode=args.dry_run,
+            vendor=args.vendor,
+            system_id=args.system,
+        ),
     )
 
 

@@ -396,8 +396,11 @@ class RedfishClient:
         self._raise_for_auth(response, f"POST {path}")
         return response
 
-    def patch(self, path: str, body: dict[str, Any]) -> Response:
-        response = self._send("PATCH", path, json=body, idempotent=False)
+    def patch(
+        self, path: str, body: dict[str, Any], *, headers: Mapping[str, str] | None = None
+    ) -> Response:
+        """PATCH; ``headers`` adds request headers (``If-Match`` for BMCs that want the ETag)."""
+        response = self._send("PATCH", path, json=body, idempotent=False, headers=headers)
         self._raise_for_auth(response, f"PATCH {path}")
         return response
 
@@ -441,7 +444,13 @@ class RedfishClient:
         return base * (2**attempt) * random.uniform(0.8, 1.2)  # noqa: S311 (jitter, not crypto)
 
     def _send(
-        self, method: str, path: str, *, json: dict[str, Any] | None = None, idempotent: bool
+        self,
+        method: str,
+        path: str,
+        *,
+        json: dict[str, Any] | None = None,
+        idempotent: bool,
+        headers: Mapping[str, str] | None = None,
     ) -> Response:
         url = path if path.startswith("http") else self._base + path
         what = f"{method} {path}"
@@ -455,6 +464,7 @@ class RedfishClient:
                     method,
                     url,
                     json=json,
+                    headers=dict(headers) if headers else None,
                     budget=budget,
                     connect_timeout=self.options.connect_timeout,
                     read_timeout=self.options.read_timeout,

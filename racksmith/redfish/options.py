@@ -9,7 +9,7 @@ same defaults (a unit test compares them), and the CLI options are generated fro
 from __future__ import annotations
 
 from racksmith.optionspec import Option, count, positive_int, seconds
-from racksmith.redfish import credentials, parse
+from racksmith.redfish import credentials, parse, vendors
 from racksmith.redfish.discover import DEFAULT_CONCURRENCY, DEFAULT_DEADLINE, EXTRAS
 from racksmith.transport import DEFAULT_MAX_BYTES
 
@@ -147,6 +147,30 @@ MAX_ANSWER_BYTES = Option(
     cli_type=positive_int,
 )
 
+VENDOR = Option(
+    "vendor",
+    "str",
+    (
+        "Vendor profile: what is read from where and how actions are written (boot-once"
+        " payload, settings object, C(If-Match)). C(auto) chooses per server from its"
+        " C(Manufacturer), then the service root; name a profile to override that for every"
+        ' BMC (docs/redfish.md, "Vendor profiles").',
+    ),
+    default=vendors.AUTO,
+    choices=(vendors.AUTO, *vendors.PROFILES),
+)
+SYSTEM = Option(
+    "system",
+    "str",
+    (
+        "The ComputerSystem that power and boot act on, by C(@odata.id) or C(Id), where one BMC"
+        " serves several"
+        " hosts (a multi-node chassis): the inventory's C(redfish_system_uri). Without it such a"
+        " BMC is refused, never guessed. A DGX's baseboard system is not a host and needs none.",
+    ),
+    cli=False,
+)
+
 #: What every redfish_* module takes (order = documentation order).
 MODULE = (
     BMC,
@@ -165,6 +189,8 @@ MODULE = (
     DEADLINE,
     ALLOW_NAMES,
     MAX_ANSWER_BYTES,
+    VENDOR,
+    SYSTEM,
 )
 
 PORT = Option("port", "int", ("Port for targets that name none.",), default=443)

@@ -168,6 +168,11 @@ class SystemInfo:
     chassis_uris: tuple[str, ...]
     dell_video_uri: str | None
     pcie_device_uris: tuple[str, ...]
+    #: ``@Redfish.ActionInfo`` of the reset action: where the allowed reset types are listed
+    #: when they are not inline (Supermicro, AMI/DGX)
+    reset_info_uri: str | None = None
+    #: ``@Redfish.Settings`` object: pending values applied at the next reset (AMI/DGX ``SD``)
+    settings_uri: str | None = None
 
 
 def parse_boot(system: Doc) -> BootOverride:
@@ -221,6 +226,12 @@ def parse_system(
         cpu_model=_text(processors, "Model"),
         reset_types=tuple(str(v) for v in allowed or () if isinstance(v, str)),
         reset_target=reset.get("target") if isinstance(reset, Mapping) else None,
+        reset_info_uri=_str_or_none(reset.get("@Redfish.ActionInfo"))
+        if isinstance(reset, Mapping)
+        else None,
+        settings_uri=_str_or_none(
+            _path(system, "@Redfish.Settings", "SettingsObject", "@odata.id")
+        ),
         boot=parse_boot(system),
         processors_uri=link(system, "Processors"),
         ethernet_interfaces_uri=link(system, "EthernetInterfaces"),
@@ -236,6 +247,27 @@ def parse_system(
             )
         ),
     )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def action_parameter_values(action_info: Doc, parameter: str) -> tuple[str, ...] | None:
+    """The ``AllowableValues`` an ``ActionInfo`` document lists for ``parameter``; None when it
+    does not describe the parameter (so the caller can say so rather than guess)."""
+    if not isinstance(action_info, Mapping):
+        raise ParseError(ErrorKind.MALFORMED, "ActionInfo document is not a JSON object")
+    parameters = action_info.get("Parameters")
+    if not isinstance(parameters, list):
+        return None
+    for entry in parameters:
+        if isinstance(entry, Mapping) and entry.get("Name") == parameter:
+            values = entry.get("AllowableValues")
+            if not isinstance(values, list):
+                return None
+            return tuple(str(v) for v in values if isinstance(v, str))
+    return None
 
 
 @dataclass(frozen=True)
@@ -690,6 +722,8 @@ class HostFacts:
             "gpus": [g.public() for g in self.gpus],
             "memory_gib": s.memory_gib,
             "vendor": self.vendor,
+            # which ComputerSystem of the BMC this host is (a multi-node chassis has several)
+            "system_uri": s.uri,
             # where each GPU's model came from (Model, PartNumber, PCIe device id, Oem)
             "gpu_model_sources": {g.id: g.model_source for g in self.gpus},
         }

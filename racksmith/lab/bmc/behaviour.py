@@ -12,6 +12,9 @@ docs/redfish.md and the Redfish reference):
   ``PoweringOn``/``PoweringOff`` for ``power_delay`` seconds, and **409 IDRAC.2.8.PSU501**
   for ``On`` when the server is already on;
 - one-time boot override: validated PATCH, read back, consumed when the host next powers on;
+  where the model's layout names a settings object (the DGX's ``SD``), the override is taken
+  only there, only with ``If-Match`` carrying that object's current ETag (428 without, 412 when
+  stale), and shown there as the pending setting (the system shows the active one);
 - ``$expand`` (``.``, ``*``, ``~``; MaxLevels 1 like iDRAC9) and ``$select``;
 - the BMC clock (``Manager.DateTime`` and the HTTP ``Date`` header), settable by PATCH;
 - latency per request and the faults a rack file asks for (``Faults.from_spec``).
@@ -221,6 +224,11 @@ class EmulatedBmc:
             "BootSourceOverrideMode": "UEFI",
             "UefiTargetBootSourceOverride": None,
         }
+        self._boot_etag = 0  # bumped by every accepted PATCH of a settings object
+        settings = variant.layout.boot_settings
+        if settings:  # the pending override as captured (the system's own Boot is the active one)
+            captured = (variant.document(settings) or {}).get("Boot") or {}
+            self._boot.update({k: captured.get(k) for k in self._boot if k in captured})
         self._clock_offset = self.faults.clock_skew
         self._tz = timezone(timedelta(hours=-5))  # the capture's DateTimeLocalOffset
         self.boots: list[
@@ -295,7 +303,9 @@ class EmulatedBmc:
         layout = self.variant.layout
         if method == "POST" and path == layout.reset:
             return self._reset(body)
-        if method == "PATCH" and path == layout.system:
+        if method == "PATCH" and layout.boot_settings and path == layout.boot_settings:
+            return self._patch_settings(headers, body)
+        if method == "PATCH" and path == layout.system and not layout.boot_settings:
             return self._patch_system(body)
         if method == "PATCH" and path == layout.manager:
             return self._patch_manager(body)
@@ -457,8 +467,13 @@ class EmulatedBmc:
         if path in (layout.system, layout.chassis):
             with self._lock:
                 doc["PowerState"] = self._power_state(time.monotonic())
-                if path == layout.system:
+                if path == layout.system and not layout.boot_settings:
                     doc.setdefault("Boot", {}).update(self._boot)
+        if layout.boot_settings and path == layout.boot_settings:
+            with self._lock:
+                self._power_state(time.monotonic())  # a finished boot consumed the override
+                doc.setdefault("Boot", {}).update(self._boot)
+                doc["@odata.etag"] = self._settings_etag(doc)
         if path == layout.manager:
             now = self.now()
             doc["DateTime"] = now.isoformat(timespec="seconds")
@@ -517,7 +532,8 @@ class EmulatedBmc:
             doc = self._expand(doc, expand)
         if select:
             doc = {k: v for k, v in doc.items() if k in select or k.startswith("@odata.")}
-        return self._json(200, doc)
+        etag = doc.get("@odata.etag") if path == self.variant.layout.boot_settings else None
+        return self._json(200, doc, {"ETag": etag} if isinstance(etag, str) else None)
 
     # -- power, boot, clock -----------------------------------------------------------------------
 
@@ -609,7 +625,51 @@ class EmulatedBmc:
                 return list(parameter.get("AllowableValues") or [])
         return []
 
+    def _settings_etag(self, doc: dict[str, Any]) -> str:
+        """The settings object's ETag: the captured one until the first accepted PATCH."""
+        if not self._boot_etag:
+            return str(doc.get("@odata.etag") or '"0"')
+        return f'"racksmith-{self._boot_etag}"'
+
+    def _patch_settings(self, headers: Mapping[str, str], body: bytes) -> Reply:
+        """A boot PATCH of the settings object: ``If-Match`` first, as AMI's Redfish does."""
+        wanted = {k.lower(): v for k, v in headers.items()}.get("if-match")
+        settings = self.variant.layout.boot_settings or ""
+        if not wanted:
+            self._count("precondition_required")
+            return self._fail(
+                428,
+                "Base.1.12.PreconditionRequired",
+                f"A precondition header or annotation is required to change the resource at "
+                f"{settings}.",
+                "Critical",
+                "Try the request again with an If-Match header carrying the resource's ETag.",
+            )
+        current = self._resource(settings) or {}
+        etag = str(current.get("@odata.etag"))
+        if wanted.strip() != "*" and etag not in (t.strip() for t in wanted.split(",")):
+            self._count("precondition_failed")
+            return self._fail(
+                412,
+                "Base.1.12.PreconditionFailed",
+                f"The ETag supplied did not match the ETag required to change the resource at "
+                f"{settings}.",
+                "Critical",
+                "Read the resource again and retry with its current ETag.",
+            )
+        reply = self._patch_boot(body, current)
+        if reply.status == 200:
+            with self._lock:
+                self._boot_etag += 1
+        return reply
+
     def _patch_system(self, body: bytes) -> Reply:
+        system = self.variant.document(self.variant.layout.system) or {}
+        return self._patch_boot(body, system)
+
+    def _patch_boot(self, body: bytes, described: dict[str, Any]) -> Reply:
+        """Validate a boot override PATCH against the allowable values ``described`` lists (the
+        system, or the settings object), then apply it."""
         payload = self._patch_payload(body, {"Boot"})
         if isinstance(payload, Reply):
             return payload
@@ -629,13 +689,17 @@ class EmulatedBmc:
                 f"The property {sorted(unknown)[0]} is not in the list of valid properties for "
                 "the resource.",
             )
-        system = self.variant.document(self.variant.layout.system) or {}
+        listed = described.get("Boot") or {}
         allowed = {
-            "BootSourceOverrideTarget": system.get("Boot", {}).get(
+            "BootSourceOverrideTarget": listed.get(
                 "BootSourceOverrideTarget@Redfish.AllowableValues", []
             ),
-            "BootSourceOverrideEnabled": BOOT_ENABLED,
-            "BootSourceOverrideMode": BOOT_MODES,
+            "BootSourceOverrideEnabled": listed.get(
+                "BootSourceOverrideEnabled@Redfish.AllowableValues", BOOT_ENABLED
+            ),
+            "BootSourceOverrideMode": listed.get(
+                "BootSourceOverrideMode@Redfish.AllowableValues", BOOT_MODES
+            ),
         }
         for key, values in allowed.items():
             if key in boot and boot[key] not in values:

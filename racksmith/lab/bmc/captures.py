@@ -11,7 +11,17 @@ service tag, and discovery names the host as it names a Dell one.
 - ``supermicro-hgx-h100``: SYS-821GE-TNHR, BMC 11.01.01; 8 x H100 SXM as
   ``Chassis/1/PCIeDevices/GPU1..8``; PXE NIC: the first PXE boot option (``94:6d:ae:91:fb:22``).
 - ``dgx-h100``: DGXH100, BMC 23.11.20; 8 x H100 SXM as ``Systems/HGX_Baseboard_0/Processors``;
-  PXE NIC: the first PXE boot option, also the one with link (``a0:88:c2:82:6e:52``).
+  PXE NIC: the first PXE boot option, also the one with link (``a0:88:c2:82:6e:52``). Reset
+  types only in ``Systems/DGX/ResetActionInfo`` (``On``, ``ForceOff``, ``ForceRestart``,
+  ``GracefulShutdown``). The boot override is written where the capture points: the system's
+  ``@Redfish.Settings`` object ``Systems/DGX/SD`` (it alone lists the allowable targets and
+  modes, ``UEFI`` only), as a *pending* setting the firmware applies at the next boot; the
+  PATCH must carry the object's ETag in ``If-Match``, as NVIDIA's DGX H100 user guide
+  ("Redfish APIs support") and NVIDIA/libredfish (``nvidia_viking``: GET ``SD``, PATCH it with
+  ``If-Match`` set to its ``@odata.etag``) do. The emulation answers 428 without ``If-Match``
+  and 412 for a stale ETag (the standard Redfish answers); what the DGX answers to a boot PATCH
+  on ``Systems/DGX`` itself is not shown anywhere, so the emulation refuses it (405) rather than
+  invent a success.
 - ``lenovo-sr670v2-l40``: ThinkSystem SR670 V2, XCC TGBT42S; 8 x L40 as ``Processors`` without
   ``Model``; PXE NIC: the first port ``NIC1`` (its boot options carry no MAC).
 - ``hpe-dl385g10p``: ProLiant DL385 Gen10 Plus v2, iLO 5 2.72; no GPU in the capture; PXE NIC:
@@ -47,9 +57,12 @@ class Capture:
         return DATA_DIR / self.directory / "redfish" / "v1"
 
 
-def _layout(system: str, chassis: str, manager: str) -> Layout:
+def _layout(system: str, chassis: str, manager: str, boot_settings: str | None = None) -> Layout:
     return Layout(
-        f"{ROOT}/Systems/{system}", f"{ROOT}/Chassis/{chassis}", f"{ROOT}/Managers/{manager}"
+        f"{ROOT}/Systems/{system}",
+        f"{ROOT}/Chassis/{chassis}",
+        f"{ROOT}/Managers/{manager}",
+        f"{ROOT}/Systems/{system}/{boot_settings}" if boot_settings else None,
     )
 
 
@@ -68,7 +81,8 @@ CAPTURES: dict[str, Capture] = {
             "dgx-h100",
             "nvidia-dgx-h100",
             "nvidia-dgx",
-            _layout("DGX", "DGX", "BMC"),
+            # boot override through the settings object, with If-Match: see the module docstring
+            _layout("DGX", "DGX", "BMC", boot_settings="SD"),
             "a0:88:c2:82:6e:52",
             tuple(f"{ROOT}/Systems/HGX_Baseboard_0/Processors/GPU_SXM_{n}" for n in range(1, 9)),
         ),

@@ -176,6 +176,9 @@ class Layout:
     system: str
     chassis: str
     manager: str
+    #: where the BMC takes the boot override: None for the system itself; else the system's
+    #: ``@Redfish.Settings`` object, written with ``If-Match`` (the AMI BMC of a DGX: ``SD``)
+    boot_settings: str | None = None
 
     @property
     def reset(self) -> str:
