@@ -272,3 +272,28 @@ def test_the_role_calls_the_filter_by_its_collection_name(tmp_path):
              "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_os_disk_under_lvm_and_md_is_still_the_os_disk():
+    # Ubuntu's default install: / on an LVM volume inside the third partition; swap on md.
+    lvm = lsblk_with(
+        sda={"pttype": None, "children": []},
+        nvme0n1={"pttype": "gpt", "children": [
+            {"kname": "nvme0n1p3", "type": "part", "fstype": "LVM2_member", "mountpoints": [None],
+             "children": [{"kname": "dm-0", "type": "lvm", "fstype": "ext4",
+                           "mountpoints": ["/"]}]},
+        ]},
+        nvme1n1={"pttype": "gpt", "children": [
+            {"kname": "nvme1n1p1", "type": "part", "fstype": "linux_raid_member",
+             "mountpoints": [None],
+             "children": [{"kname": "md0", "type": "raid1", "fstype": "swap",
+                           "mountpoints": [None]}]},
+        ]},
+    )  # fmt: skip
+    result = plan(lvm, BY_ID, pool="data", level="raidz1")
+    skipped = {s.kname: s.reason for s in result.skipped}
+    assert skipped["nvme0n1"] == "the OS disk (mounted: /)"
+    assert skipped["nvme1n1"] == "in use (mounted: [SWAP])"
+    assert NVME[0] not in [d.by_id for d in result.disks]
+    assert NVME[1] not in [d.by_id for d in result.disks]
+    assert result.action == "create"
