@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 VENV=${RACKSMITH_VENV:-.venv}
 PY=${PYTHON:-python3}
 # chromium: the rack report's HTML page is tested in a real headless browser.
-APT_PKGS=(debootstrap systemd-container apt-cacher-ng zstd openssh-client iproute2 ca-certificates chromium)
+# gnupg: the lab signs its LAB STAND-IN apt repository.
+APT_PKGS=(debootstrap systemd-container apt-cacher-ng zstd openssh-client iproute2 ca-certificates chromium gnupg)
 
 say() { printf '[setup] %s\n' "$*"; }
 

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from racksmith.lab import aptcache, creds, hosts, image, limits, net, ntp, paths
+from racksmith.lab.debs import serve as debs_serve
 from racksmith.lab.errors import LabError
 from racksmith.lab.proc import (
     ProcRecord,
@@ -187,6 +188,10 @@ def up(rack: RackSpec, lab: paths.LabPaths) -> int:
             ),
         )
         steps.run("test-host image (built once, unpacked once)", image.ensure_tree)
+        steps.run(
+            "LAB STAND-IN apt repository (NVIDIA toolkit, DCGM, fabric manager)",
+            lambda: debs_serve.ensure_running(lab, bind=rack.controller_ip),
+        )
         for daemon in daemons(rack, lab):
             if not available(daemon.module):
                 print(
@@ -211,6 +216,7 @@ def _rollback(rack: RackSpec, lab: paths.LabPaths, started: list[str]) -> None:
         if name == "network":
             stop(lab.pidfile(ntp.DAEMON))
             stop(lab.pidfile(aptcache.DAEMON))
+            debs_serve.stop_serving(lab)
             net.delete_bridge(rack.bridge)
         else:
             stop(lab.pidfile(name))
@@ -238,6 +244,7 @@ def down(rack: RackSpec, lab: paths.LabPaths) -> int:
         for name in names:
             pool.submit(attempt, f"test host {name}", lambda n=name: hosts.stop_host(lab, n))
     attempt(aptcache.DAEMON, lambda: stop(lab.pidfile(aptcache.DAEMON)))
+    attempt("LAB STAND-IN apt repository", lambda: debs_serve.stop_serving(lab))
     attempt("NTP server", lambda: stop(lab.pidfile(ntp.DAEMON)))
     attempt("stale network", lambda: clean_stale(rack, lab))
     attempt(
