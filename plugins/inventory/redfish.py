@@ -6,7 +6,11 @@ name: redfish
 short_description: Discover servers through their BMCs (Redfish, Dell iDRAC first)
 description:
   - Queries every BMC in C(targets) concurrently (bounded by C(concurrency), each BMC within
-    C(deadline) seconds) and adds one host per server with C(redfish_*) hardware facts.
+    C(deadline) seconds) and adds one host per server with C(redfish_*) hardware facts. A BMC
+    serving several servers (a multi-node chassis) gives one host per node, each with its
+    C(redfish_system_uri) (what the C(redfish_*) modules take as C(system)).
+  - A host whose facts were read but one could not be decided (no PXE NIC) keeps every fact
+    read next to C(redfish_error), so it is named by its service tag like a healthy one.
   - A BMC that is dead, slow, rejects the credentials or answers with unusable data never fails
     the inventory. Its host lands in C(bmc_unreachable), C(bmc_timeout), C(bmc_auth_failed) or
     C(bmc_malformed) with C(redfish_error) saying why. Healthy hosts are in C(bmc_ok).
@@ -127,6 +131,15 @@ options:
     type: list
     elements: str
     default: ["id:NIC.Integrated.1-1-1", "id:NIC.Embedded.1-1-1", "link:up"]
+  vendor:
+    description:
+      - 'Vendor profile: what is read from where and how actions are written (boot-once
+        payload, settings object, C(If-Match)).'
+      - C(auto) chooses per server from its C(Manufacturer), then the service root; name a
+        profile to override that for every BMC (docs/redfish.md, "Vendor profiles").
+    type: str
+    default: auto
+    choices: [auto, dell, supermicro, lenovo, hpe, nvidia-dgx, generic]
   extras:
     description: Extra facts to collect (more requests per BMC).
     type: list
@@ -141,8 +154,10 @@ options:
     type: str
   failed_hostname:
     description:
-      - Template for hosts whose BMC gave no facts (only C(bmc) is known).
+      - Template for hosts whose BMC gave no service tag (C(bmc) and C(system_uri) are known).
       - "Default: C(bmc-{{ bmc | replace(':', '-') }})."
+      - Names that collide get a suffix (the BMC, or the node's system id where one BMC has
+        several hosts); hosts are never merged.
     type: str
 """
 
@@ -161,7 +176,6 @@ import logging
 import os
 import re
 import time
-from collections import Counter
 
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
@@ -176,6 +190,7 @@ except ImportError:  # ansible-core < 2.19: templates from inventory config are 
 
 try:
     from racksmith.redfish import credentials as rs_credentials
+    from racksmith.redfish import hostnames as rs_hostnames
     from racksmith.redfish import targets as rs_targets
     from racksmith.redfish.client import ClientOptions
     from racksmith.redfish.discover import DiscoveryOptions, discover
@@ -310,6 +325,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 deadline=float(self.get_option("deadline")),
                 pxe_rules=tuple(self.get_option("pxe_rules")),
                 extras=frozenset(self.get_option("extras") or ()),
+                vendor=self.get_option("vendor"),
             )
         except OSError as exc:
             raise AnsibleParserError(f"{path}: ca_bundle {exc.filename}: {exc.strerror}") from None
@@ -347,8 +363,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             records.append(record)
         failed = [r for r in records if r["group"] != "bmc_ok"]
         self.display.v(
-            f"redfish: {len(records) - len(failed)}/{len(records)} BMCs ok in "
-            f"{time.monotonic() - started:.1f}s"
+            f"redfish: {len(records) - len(failed)}/{len(records)} hosts ok from {len(found)} "
+            f"BMCs in {time.monotonic() - started:.1f}s"
         )
         if failed:
             by_group = {}
@@ -356,7 +372,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 by_group[r["group"]] = by_group.get(r["group"], 0) + 1
             summary = ", ".join(f"{n} in {g}" for g, n in sorted(by_group.items()))
             self.display.warning(
-                f"redfish: {len(failed)} of {len(records)} BMCs failed ({summary}); see "
+                f"redfish: {len(failed)} of {len(records)} hosts failed ({summary}); see "
                 "redfish_error"
             )
         return records
@@ -388,19 +404,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             name, problem = self._hostname(record)
             if problem:
                 record["group"] = "bmc_malformed"
-                record["error"] = problem
+                record["error"] = "; ".join(filter(None, (record.get("error"), problem)))
                 record["error_kind"] = "malformed"
             if name is None:
                 name = self._render(
                     self.get_option("failed_hostname") or DEFAULT_FAILED_HOSTNAME,
-                    {"bmc": record["bmc"]},
+                    {"bmc": record["bmc"], "system_uri": record.get("system_uri")},
                 )
             named.append((name, record))
-        counts = Counter(name for name, _record in named)
         strict = self.get_option("strict")
-        for name, record in named:
-            if counts[name] > 1:  # never merge two BMCs into one host
-                name = f"{name}-{re.sub(r'[^A-Za-z0-9]+', '-', record['bmc']).strip('-')}"
+        # never merge two hosts: colliding names get the BMC or the node as a suffix
+        names = rs_hostnames.distinct(named)
+        for name, (_template_name, record) in zip(names, named, strict=True):
             group = record.pop("group")
             host = self.inventory.add_host(name, group=group)
             hostvars = {PREFIX + key: value for key, value in record.items()}

@@ -105,6 +105,9 @@ class BmcResult:
     auth: str | None = None
     sessions_created: int = 0
     sessions_deleted: int = 0
+    #: where one BMC gave several results (a multi-node chassis): the ComputerSystem this one is
+    #: about, known even when its facts are not; None for a BMC with one host
+    system: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -126,7 +129,13 @@ class BmcResult:
         out["error"] = self.error.reason if self.error else None
         out["error_kind"] = self.error.kind.value if self.error else None
         out.update({k: v for k, v in facts.items() if k not in out})
+        out["system_uri"] = out.get("system_uri") or self.system
         return out
+
+    @property
+    def name(self) -> str:
+        """The BMC, and the system where one BMC has several results (used in messages)."""
+        return f"{self.bmc} ({self.system})" if self.system else self.bmc
 
 
 def _collect_adapters(
@@ -303,6 +312,7 @@ class HostOutcome:
 
     facts: parse.HostFacts | None
     error: RedfishError | None
+    system: str | None = None  # the system's @odata.id
 
 
 def collect_all(client: RedfishClient, options: DiscoveryOptions) -> list[HostOutcome]:
@@ -330,14 +340,17 @@ def collect_all(client: RedfishClient, options: DiscoveryOptions) -> list[HostOu
         ):
             root = client.get(SERVICE_ROOT)
         profile = vendors.choose(group.host, root, options.vendor)
+        uri = group.host.get("@odata.id")
+        system = uri if isinstance(uri, str) else None
         try:
-            outcomes.append(HostOutcome(_collect_host(client, options, group, profile), None))
+            facts = _collect_host(client, options, group, profile)
+            outcomes.append(HostOutcome(facts, None, system))
         except parse.IncompleteHost as exc:
-            outcomes.append(HostOutcome(exc.facts, exc))
+            outcomes.append(HostOutcome(exc.facts, exc, system))
         except parse.ParseError as exc:
             if len(groups) == 1:
                 raise
-            outcomes.append(HostOutcome(None, exc))
+            outcomes.append(HostOutcome(None, exc, system))
     return outcomes
 
 
@@ -391,6 +404,7 @@ def discover_target(
             auth=client.stats.auth,
             sessions_created=client.stats.sessions_created,
             sessions_deleted=client.stats.sessions_deleted,
+            system=outcome.system if len(outcomes) > 1 else None,
         )
         level = logging.DEBUG if result.ok else logging.INFO
         what = f"{error.kind.value}: {error.reason}" if error else "ok"
@@ -405,9 +419,10 @@ def discover_one(target: Target, credentials: Credentials, options: DiscoveryOpt
 
 
 def flag_duplicates(results: Sequence[BmcResult]) -> list[BmcResult]:
-    """Mark every BMC whose MAC, serial, service tag or UUID is also claimed by another BMC."""
-    claims: dict[tuple[str, str], list[str]] = {}
-    for result in results:
+    """Mark every host whose MAC, serial, service tag or UUID is also claimed by another host
+    (another BMC, or another node of the same chassis)."""
+    claims: dict[tuple[str, str], list[int]] = {}
+    for index, result in enumerate(results):
         if result.facts is None or result.error is not None:
             continue  # a failed host keeps its facts for the report, not for identity claims
         f = result.facts
@@ -416,17 +431,17 @@ def flag_duplicates(results: Sequence[BmcResult]) -> list[BmcResult]:
         if f.system.uuid:
             keys.append(("UUID", f.system.uuid))
         for key in dict.fromkeys(keys):
-            claims.setdefault(key, []).append(result.bmc)
-    clashes: dict[str, list[str]] = {}
-    for (what, value), bmcs in claims.items():
-        if len(bmcs) > 1:
-            for bmc in bmcs:
-                others = ", ".join(b for b in bmcs if b != bmc)
-                clashes.setdefault(bmc, []).append(f"{what} {value} also reported by {others}")
+            claims.setdefault(key, []).append(index)
+    clashes: dict[int, list[str]] = {}
+    for (what, value), holders in claims.items():
+        if len(holders) > 1:
+            for index in holders:
+                others = ", ".join(results[i].name for i in holders if i != index)
+                clashes.setdefault(index, []).append(f"{what} {value} also reported by {others}")
     out = []
-    for result in results:
-        if result.bmc in clashes:
-            reason = "duplicate identity: " + "; ".join(clashes[result.bmc])
+    for index, result in enumerate(results):
+        if index in clashes:
+            reason = "duplicate identity: " + "; ".join(clashes[index])
             result = replace(
                 result, error=RedfishError(ErrorKind.DUPLICATE, reason, bmc=result.bmc)
             )

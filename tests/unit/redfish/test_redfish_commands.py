@@ -132,3 +132,19 @@ def test_boot_once_and_clock(rack, server, run):
 def test_bad_input_is_named(run):
     done = run("discover", "--bmc", "10.0.0.0/33")
     assert done.returncode != 0 and "10.0.0.0/33" in done.stderr
+
+
+def test_vendor_option_on_discover_and_actions(rack, server, run):
+    lab = rack([server(2, model="dgx-h100")])
+    target = str(lab.target("gpu02"))
+    found = json.loads(run("discover", "--bmc", target, "--json").stdout)
+    assert found["vendor"] == "nvidia-dgx" and found["system_uri"] == "/redfish/v1/Systems/DGX"
+    forced = json.loads(run("discover", "--bmc", target, "--json", "--vendor", "generic").stdout)
+    assert forced["vendor"] == "generic"
+    unknown = run("discover", "--bmc", target, "--vendor", "acme")
+    assert unknown.returncode == 2 and "acme" in unknown.stderr
+    boot = json.loads(run("boot-once", "--bmc", target, "--system", "DGX").stdout)
+    assert boot["changed"] and boot["after"]["target"] == "Pxe"
+    assert lab.bmc("gpu02").stats["boot_patch"] == 1
+    wrong = json.loads(run("boot-once", "--bmc", target, "--vendor", "dell").stdout)
+    assert wrong["error_kind"] == "http_error" and "405" in wrong["error"]
