@@ -224,6 +224,11 @@ def _act(
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def _host_action(args: argparse.Namespace) -> dict[str, Any]:
+    """What power and boot-once share: check mode, the vendor profile, the system named."""
+    return {"check_mode": args.dry_run, "vendor": args.vendor, "system_id": args.system}
+
+
 def _power(args: argparse.Namespace) -> int:
     if args.state in DESTRUCTIVE and not (args.yes or args.dry_run):
         print(
@@ -236,14 +241,7 @@ def _power(args: argparse.Namespace) -> int:
     return _act(
         args,
         verb,
-        lambda c: actions.power(
-            c,
-            args.state,
-            check_mode=args.dry_run,
-            wait=args.wait,
-            vendor=args.vendor,
-            system_id=args.system,
-        ),
+        lambda c: actions.power(c, args.state, wait=args.wait, **_host_action(args)),
     )
 
 
@@ -252,14 +250,7 @@ def _boot(args: argparse.Namespace) -> int:
     return _act(
         args,
         verb,
-        lambda c: actions.boot_once(
-            c,
-            args.target,
-            mode=args.mode,
-            check_mode=args.dry_run,
-            vendor=args.vendor,
-            system_id=args.system,
-        ),
+        lambda c: actions.boot_once(c, args.target, mode=args.mode, **_host_action(args)),
     )
 
 
