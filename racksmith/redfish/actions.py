@@ -28,7 +28,6 @@ host (see :func:`vendors.partition_systems`), so a DGX needs no ``system``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -118,17 +117,14 @@ def system(
     return locate(client, vendor=vendor, system_id=system_id)[0]
 
 
-def _wait_for(
-    client: RedfishClient,
-    uri: str,
-    want: Callable[[parse.SystemInfo], bool],
-    wait: float,
-    poll: float,
-) -> parse.SystemInfo:
+def _wait_for(client: RedfishClient, uri: str, goal: str, wait: float, poll: float) -> str:
+    """Poll the system's ``PowerState`` until it is ``goal`` or ``wait`` runs out; only that
+    property is read, so a BMC whose identity fields are sparse can still be waited on."""
     end = time.monotonic() + wait
     while True:
-        current = parse.parse_system(client.get(uri))
-        if want(current) or time.monotonic() >= end:
+        state = client.get(uri).get("PowerState")
+        current = state if isinstance(state, str) and state else "Unknown"
+        if current == goal or time.monotonic() >= end:
             return current
         time.sleep(min(poll, max(0.0, end - time.monotonic())))
 
@@ -219,16 +215,9 @@ def power(
             ErrorKind.HTTP,
             f"ResetType {reset_type}: HTTP {response.status} {response.message()}",
         )
-    target_off = state in ("off", "graceful-off")
-    after_info = _wait_for(
-        client,
-        info.uri,
-        (lambda s: s.power_state == "Off") if target_off else (lambda s: s.power_state == "On"),
-        wait,
-        poll,
-    )
-    after = after_info.power_state or "Unknown"
-    if after != ("Off" if target_off else "On"):
+    goal = "Off" if state in ("off", "graceful-off") else "On"
+    after = _wait_for(client, info.uri, goal, wait, poll)
+    if after != goal:
         raise _fail(
             client,
             ErrorKind.TIMEOUT,
