@@ -93,8 +93,8 @@ def run_racksmith(farm, work: Path, ca: Path, creds: dict[str, str], workers: in
     inventory = work / "redfish.yml"
     targets = "".join(f"  - 127.0.0.1:{b.port}\n" for b in farm.bmcs)
     inventory.write_text(
-        f"plugin: racksmith.core.redfish\ntargets:\n{targets}ca_bundle: {ca}\nconcurrency: {workers}\ndeadline: "
-        "300\n"
+        "plugin: racksmith.core.redfish\n"
+        f"targets:\n{targets}ca_bundle: {ca}\nconcurrency: {workers}\ndeadline: 300\n"
         "read_timeout: 60\n"
     )
     _reset(farm)

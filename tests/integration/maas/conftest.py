@@ -122,7 +122,9 @@ class Rack:
         inv = self.tmp / "inventory"
         (inv / "group_vars").mkdir(parents=True, exist_ok=True)
         (inv / "hosts.yml").write_text(yaml.safe_dump({"bmc_ok": {"hosts": self.hosts}}))
-        (inv / "maas.yml").write_text(yaml.safe_dump({"plugin": "racksmith.core.maas", **self.maas_inventory}))
+        (inv / "maas.yml").write_text(
+            yaml.safe_dump({"plugin": "racksmith.core.maas", **self.maas_inventory})
+        )
         group_vars = {
             "racksmith_maas_boot_disk": {"model": "DELLBOSS*"},
             "racksmith_maas_hwe_kernel": "hwe-22.04",

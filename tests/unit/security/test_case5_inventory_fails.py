@@ -25,7 +25,8 @@ BROKEN = {
         "'password' is plain text",
     ),
     "missing credentials variable": (
-        "plugin: racksmith.core.redfish\ntargets: [127.0.0.1:9]\npassword_env: RACKSMITH_NO_SUCH_VAR\n",
+        "plugin: racksmith.core.redfish\ntargets: [127.0.0.1:9]\n"
+        "password_env: RACKSMITH_NO_SUCH_VAR\n",
         "RACKSMITH_NO_SUCH_VAR",
     ),
     "broken YAML": ("plugin: racksmith.core.redfish\ntargets: [127.0.0.1:9\n", "redfish.yml"),
