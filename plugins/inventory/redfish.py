@@ -146,6 +146,14 @@ options:
     elements: str
     default: []
     choices: [firmware, infiniband, memory, pcie]
+  progress_interval:
+    description:
+      - Seconds between two progress lines on stderr while BMCs are read (BMCs answered,
+        failed and pending, and the time taken); failed BMCs are named at once.
+    type: float
+    default: 10
+    env:
+      - name: RACKSMITH_DISCOVER_PROGRESS_INTERVAL
   hostname:
     description:
       - Jinja2 template for the inventory hostname, over the un-prefixed facts
@@ -194,6 +202,7 @@ try:
     from racksmith.redfish import targets as rs_targets
     from racksmith.redfish.client import ClientOptions
     from racksmith.redfish.discover import DiscoveryOptions, discover
+    from racksmith.redfish.progress import DiscoveryPrinter
     from racksmith.secrets import expand_path
 except ImportError as exc:  # pragma: no cover - depends on the controller's environment
     RACKSMITH_IMPORT_ERROR: ImportError | None = exc
@@ -339,7 +348,17 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         logger.setLevel(logging.DEBUG if self.display.verbosity >= 4 else logging.INFO)
         started = time.monotonic()
         try:
-            results = discover(found, creds, options)
+            printer = DiscoveryPrinter(float(self.get_option("progress_interval")))
+        except (TypeError, ValueError) as exc:
+            raise AnsibleParserError(f"{path}: progress_interval: {exc}") from None
+
+        def progress(snapshot):
+            # answered / failed / pending on stderr while hundreds of BMCs are read
+            for line in printer.feed(snapshot, time.monotonic()):
+                self.display.display(line, stderr=True)
+
+        try:
+            results = discover(found, creds, options, progress=progress)
         finally:
             logger.removeHandler(handler)
             logger.setLevel(previous_level)

@@ -19,6 +19,7 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ from racksmith.errors import UsageError
 from racksmith.optionspec import add_arguments, seconds
 from racksmith.redfish import actions, credentials, options, parse, targets
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
-from racksmith.redfish.discover import BmcResult, DiscoveryOptions, discover
+from racksmith.redfish.discover import BmcResult, DiscoveryOptions, DiscoveryProgress, discover
 from racksmith.redfish.errors import RedfishError
+from racksmith.redfish.progress import DEFAULT_INTERVAL as PROGRESS_INTERVAL
+from racksmith.redfish.progress import DiscoveryPrinter
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DESTRUCTIVE = ("off", "graceful-off", "cycle", "restart")
@@ -57,6 +60,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json", action="store_true", help="one JSON object per BMC on stdout (default: a table)"
     )
     add_arguments(p, (options.CONCURRENCY, options.PXE_RULES, options.EXTRAS_OPTION))
+    p.add_argument(
+        "--progress-interval",
+        type=seconds,
+        default=PROGRESS_INTERVAL,
+        metavar="SECONDS",
+        help="seconds between two 'discover: N answered, M failed, K pending' lines on stderr"
+        f" (default {PROGRESS_INTERVAL:g}); failures are named at once",
+    )
     p.set_defaults(func=_discover)
 
     p = subparsers.add_parser(
@@ -164,16 +175,12 @@ def _discover(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(f"redfish discover: {exc}") from None
-    interactive = sys.stderr.isatty()
+    printer = DiscoveryPrinter(args.progress_interval)
 
-    def progress(done: int, total: int, result: BmcResult) -> None:
-        if interactive:
-            print(
-                f"\r{done}/{total} BMCs answered",
-                end="" if done < total else "\n",
-                file=sys.stderr,
-                flush=True,
-            )
+    def progress(snapshot: DiscoveryProgress) -> None:
+        # stderr only: with --json, stdout carries the results and nothing else
+        for line in printer.feed(snapshot, time.monotonic()):
+            print(line, file=sys.stderr, flush=True)
 
     results = discover(found, creds, discovery, progress=progress)
     if args.json:

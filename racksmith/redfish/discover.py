@@ -17,7 +17,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -449,25 +449,76 @@ def flag_duplicates(results: Sequence[BmcResult]) -> list[BmcResult]:
     return out
 
 
+#: Seconds between two progress snapshots while no BMC finishes (a hung rack still reports).
+PROGRESS_TICK = 1.0
+
+
+@dataclass(frozen=True)
+class DiscoveryProgress:
+    """Where a discovery stands: BMCs (targets) answered, failed and pending, seconds since it
+    began, and the hosts that failed since the previous snapshot. A BMC counts as failed when
+    any of its hosts failed; duplicates are flagged only once every BMC has answered, so they
+    are not counted here."""
+
+    total: int
+    answered: int
+    failed: int
+    elapsed: float
+    new_failures: tuple[BmcResult, ...] = ()
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.answered - self.failed
+
+    @property
+    def finished(self) -> bool:
+        return self.pending == 0
+
+
 def discover(
     targets: Iterable[Target],
     credentials: Credentials,
     options: DiscoveryOptions | None = None,
     *,
-    progress: Callable[[int, int, BmcResult], None] | None = None,
+    progress: Callable[[DiscoveryProgress], None] | None = None,
+    tick: float = PROGRESS_TICK,
 ) -> list[BmcResult]:
-    """All targets, at most ``options.concurrency`` at a time; results in target order."""
+    """All targets, at most ``options.concurrency`` at a time; results in target order.
+
+    ``progress`` gets a :class:`DiscoveryProgress` whenever BMCs finish and at least every
+    ``tick`` seconds while none does, then one last snapshot with nothing pending; it runs in
+    the caller's thread, so it may print without locking."""
     options = options or DiscoveryOptions()
     targets = resolve(targets)  # each name once, before any BMC is asked
     if not targets:
         return []
     results: dict[Target, list[BmcResult]] = {}
     workers = min(options.concurrency, len(targets))
+    started = time.monotonic()
+    answered = failed = 0
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="redfish") as pool:
         futures = {pool.submit(discover_target, t, credentials, options): t for t in targets}
-        for done, future in enumerate(as_completed(futures), 1):
-            found = future.result()  # discover_target never raises
-            results[futures[future]] = found
+        waiting = set(futures)
+        while waiting:
+            done, waiting = wait(
+                waiting, timeout=tick if progress else None, return_when=FIRST_COMPLETED
+            )
+            new_failures: list[BmcResult] = []
+            for future in done:
+                found = future.result()  # discover_target never raises
+                results[futures[future]] = found
+                bad = [r for r in found if not r.ok]
+                failed += bool(bad)
+                answered += not bad
+                new_failures += bad
             if progress:
-                progress(done, len(targets), found[0])
+                progress(
+                    DiscoveryProgress(
+                        total=len(targets),
+                        answered=answered,
+                        failed=failed,
+                        elapsed=time.monotonic() - started,
+                        new_failures=tuple(new_failures),
+                    )
+                )
     return flag_duplicates([r for t in targets for r in results[t]])
