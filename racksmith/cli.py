@@ -30,6 +30,7 @@ _AREAS: tuple[tuple[str, str, str], ...] = (
     ("triage", "racksmith.triage.cli", "name the cause of each failed host and write tickets"),
     ("golden", "racksmith.triage.golden_cli", "rank the golden set and pick hosts for a job"),
     ("bisect", "racksmith.triage.bisect_cli", "find the bad hosts of a failing multi-node job"),
+    ("run", "racksmith.run.cli", "run site or reprovision through ansible-runner, live table"),
 )
 
 _EPILOG = """examples:

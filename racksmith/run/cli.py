@@ -1,0 +1,112 @@
+"""``racksmith run [site|reprovision] -i INVENTORY``: the playbooks through ansible-runner.
+
+``ansible-playbook site.yml`` stays the primary interface; this is the same run (same
+playbooks, ``ansible.cfg`` and report callback), with a live table of hosts per phase and
+state, the event stream kept in the run directory, the rack report at the end, and
+ansible-playbook's exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from racksmith.errors import UsageError
+from racksmith.optionspec import seconds
+from racksmith.run.runner import DEFAULT_INTERVAL, EVENTS_FILE, RunRequest, execute, repo_root
+
+#: Playbooks by name, relative to the repository.
+PLAYBOOKS = {"site": "site.yml", "reprovision": "playbooks/reprovision.yml"}
+#: Selections that are the whole inventory (the reprovision playbook refuses them too).
+_WHOLE = frozenset({"all", "*", "bmc_ok"})
+
+_EPILOG = """examples:
+  racksmith run site -i inventory/lab/
+  racksmith run site -i inventory/site/ --tags discover,enlist --run-dir runs/rack7
+  racksmith run reprovision -i inventory/site/ --limit gpu-r07-u12,gpu-r07-u14
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = _EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("playbook", choices=sorted(PLAYBOOKS), help="which flow to run")
+    parser.add_argument(
+        "-i", "--inventory", required=True, metavar="INVENTORY", help="inventory path"
+    )
+    parser.add_argument("-l", "--limit", metavar="HOSTS", help="as ansible-playbook --limit")
+    parser.add_argument(
+        "-t", "--tags", metavar="PHASES", help="phases to run, comma-separated (--tags)"
+    )
+    parser.add_argument(
+        "--run-dir",
+        metavar="DIR",
+        help="where the run's events, report and progress go (default runs/<time>-<pid>/)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=seconds,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"seconds between two progress lines (default {DEFAULT_INTERVAL:g})",
+    )
+    parser.set_defaults(func=run)
+
+
+def _request(args: argparse.Namespace) -> RunRequest:
+    root = repo_root()
+    playbook = root / PLAYBOOKS[args.playbook]
+    config = root / "ansible.cfg"
+    for needed in (playbook, config):
+        if not needed.is_file():
+            raise UsageError(f"run: {needed} not found (racksmith run needs the project tree)")
+    if args.playbook == "reprovision":
+        selected = {part.strip() for part in (args.limit or "").split(",") if part.strip()}
+        if not selected or selected & _WHOLE:
+            raise UsageError(
+                "run reprovision erases hosts: select them explicitly with --limit HOST[,HOST...]"
+            )
+    inventory = Path(args.inventory)
+    if "," not in args.inventory and not inventory.exists():
+        raise UsageError(f"run: inventory {args.inventory}: no such file or directory")
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        run_dir = root / "runs" / f"{stamp}-{os.getpid()}"
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"run: --run-dir {run_dir}: not a directory")
+    return RunRequest(
+        playbook=playbook,
+        inventory=str(inventory.resolve()) if inventory.exists() else args.inventory,
+        run_dir=run_dir.resolve(),
+        limit=args.limit,
+        tags=args.tags,
+        ansible_config=config,
+        interval=args.interval,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import ansible_runner  # noqa: F401  (checked before anything is started)
+    except ModuleNotFoundError as exc:
+        raise UsageError(
+            f"racksmith run needs ansible-runner (missing module {exc.name!r}): "
+            "pip install 'ansible-runner>=2.4,<3'"
+        ) from exc
+    request = _request(args)
+    outcome = execute(request, sys.stdout, tty=sys.stdout.isatty())
+    if outcome.report_text:
+        print(outcome.report_text)
+    else:
+        print(f"no rack report in {outcome.run_dir} (the run ended before it)", file=sys.stderr)
+    print(f"events: {outcome.events}")
+    print(f"run: {outcome.status}, rc={outcome.rc} ({outcome.run_dir})")
+    return outcome.rc
+
+
+__all__ = ["EVENTS_FILE", "PLAYBOOKS", "configure", "run"]
