@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from racksmith.lab.bmc.behaviour import Latency, Settings
 from racksmith.redfish.discover import BmcResult, DiscoveryOptions, DiscoveryProgress, discover
@@ -110,3 +112,40 @@ def test_cli_prints_progress_on_stderr_and_keeps_json_pure(rack, server, lab_dir
     counts = [ln for ln in done.stderr.splitlines() if " answered, " in ln]
     assert counts and counts[-1].startswith("discover: 1 answered, 1 failed, 0 pending, 0:00:")
     assert "discover:" not in done.stdout
+
+
+def test_inventory_plugin_prints_progress_on_stderr(rack, server, lab_dir, tmp_path):
+    lab = rack(
+        [server(1), server(7, faults=("bmc_auth_failed",))],
+        settings=Settings(latency=Latency(0.2, 0.2)),
+    )
+    repo = Path(__file__).resolve().parents[3]
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text(
+        f"[defaults]\ninventory_plugins = {repo / 'plugins' / 'inventory'}\n"
+        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
+    )
+    source = tmp_path / "redfish.yml"
+    source.write_text(
+        yaml.safe_dump(
+            {
+                "plugin": "racksmith.core.redfish",
+                "targets": [str(t) for t in lab.targets()],
+                "credentials_file": str(lab_dir / "secrets" / "bmc.env"),
+                "ca_bundle": str(lab_dir / "ca" / "ca.pem"),
+                "deadline": 10,
+                "progress_interval": 0.2,
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
+    env.update(ANSIBLE_CONFIG=str(cfg), HOME=str(tmp_path))
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "bmc_auth_failed" in json.loads(done.stdout)
+    assert f"discover: FAILED {lab.target('gpu07')}: auth_failed:" in done.stderr
+    counts = [ln for ln in done.stderr.splitlines() if " answered, " in ln]
+    assert counts and counts[-1].startswith("discover: 1 answered, 1 failed, 0 pending, 0:00:")
