@@ -4,13 +4,9 @@ while real emulated BMCs answer, and the CLI's lines on stderr with stdout left 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import yaml
+from test_redfish_inventory import _ansible_env, _inventory, _run
 
 from racksmith.lab.bmc.behaviour import Latency, Settings
 from racksmith.redfish.discover import BmcResult, DiscoveryOptions, DiscoveryProgress, discover
@@ -90,22 +86,17 @@ def test_discover_reports_counts_while_bmcs_answer(rack, server, creds, client_o
     assert elapsed == sorted(elapsed)
 
 
-def test_cli_prints_progress_on_stderr_and_keeps_json_pure(rack, server, lab_dir):
+def test_cli_prints_progress_on_stderr_and_keeps_json_pure(rack, server, lab_dir, tmp_path):
     lab = rack(
         [server(1), server(6, faults=("bmc_auth_failed",))],
         settings=Settings(latency=Latency(0.2, 0.2)),
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RACKSMITH_BMC_")}
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "racksmith", "redfish", "discover", "--json",
-            "--bmc", str(lab.target("gpu01")), "--bmc", str(lab.target("gpu06")),
-            "--progress-interval", "0.2",
-            "--env-file", str(lab_dir / "secrets" / "bmc.env"),
-            "--ca-bundle", str(lab_dir / "ca" / "ca.pem"),
-        ],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    args = ["--bmc", str(lab.target("gpu01")), "--bmc", str(lab.target("gpu06"))]
+    args += ["--env-file", str(lab_dir / "secrets" / "bmc.env")]
+    args += ["--ca-bundle", str(lab_dir / "ca" / "ca.pem"), "--progress-interval", "0.2"]
+    done = _run(
+        ["racksmith", "redfish", "discover", "--json", *args], _ansible_env(tmp_path, lab_dir)
+    )
     assert done.returncode == 1, done.stderr
     assert len([json.loads(line) for line in done.stdout.splitlines()]) == 2  # nothing else
     assert f"discover: FAILED {lab.target('gpu06')}: auth_failed:" in done.stderr
@@ -119,31 +110,8 @@ def test_inventory_plugin_prints_progress_on_stderr(rack, server, lab_dir, tmp_p
         [server(1), server(7, faults=("bmc_auth_failed",))],
         settings=Settings(latency=Latency(0.2, 0.2)),
     )
-    repo = Path(__file__).resolve().parents[3]
-    cfg = tmp_path / "ansible.cfg"
-    cfg.write_text(
-        f"[defaults]\ninventory_plugins = {repo / 'plugins' / 'inventory'}\n"
-        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
-    )
-    source = tmp_path / "redfish.yml"
-    source.write_text(
-        yaml.safe_dump(
-            {
-                "plugin": "racksmith.core.redfish",
-                "targets": [str(t) for t in lab.targets()],
-                "credentials_file": str(lab_dir / "secrets" / "bmc.env"),
-                "ca_bundle": str(lab_dir / "ca" / "ca.pem"),
-                "deadline": 10,
-                "progress_interval": 0.2,
-            }
-        )
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
-    env.update(ANSIBLE_CONFIG=str(cfg), HOME=str(tmp_path))
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list"],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    path = _inventory(tmp_path, lab, lab_dir, deadline=10, progress_interval=0.2)
+    done = _run(["ansible-inventory", "-i", str(path), "--list"], _ansible_env(tmp_path, lab_dir))
     assert done.returncode == 0, done.stderr
     assert "bmc_auth_failed" in json.loads(done.stdout)
     assert f"discover: FAILED {lab.target('gpu07')}: auth_failed:" in done.stderr
