@@ -1,5 +1,6 @@
-"""The configure phase (playbooks/configure.yml) on real lab hosts with the lab's group_vars:
-it converges, a second run changes nothing, and the hosts end up in sync with the lab clock."""
+"""The configure phase (playbooks/configure.yml, every role) on real lab hosts with the lab's
+group_vars: it converges, a second run changes nothing, and the hosts end up in sync with the lab
+clock, with the exporters answering."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from racksmith.lab import hosts
+from racksmith.lab.debs import serve as debs_serve
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[3]
@@ -23,6 +25,8 @@ def deployed(it_rack, it_lab, tmp_path_factory):
     servers = it_rack.servers[:2]
     for server in servers:
         hosts.boot(it_rack, server, lab_dir=it_lab.root)
+    # NVIDIA's repositories in the lab: what `racksmith lab up` serves (stopped by lab down)
+    debs_serve.ensure_running(it_lab, bind=it_rack.controller_ip)
     inventory = tmp_path_factory.mktemp("inventory")
     (inventory / "group_vars").symlink_to(REPO / "inventory" / "lab" / "group_vars")
     (inventory / "hosts.yml").write_text(
@@ -85,3 +89,7 @@ def test_configure_converges_then_changes_nothing(deployed, it_lab, ssh):
         controller = server.ip.rsplit(".", 1)[0] + ".1"
         assert f"({controller})" in tracking, tracking
         assert "openssh-server" in ssh(it_lab, server.ip, "apt-mark showhold")
+        # the GPU-host roles did their part on a GPU-less host (docs/roles.md)
+        assert "nvidia" in ssh(it_lab, server.ip, "sudo cat /etc/docker/daemon.json")
+        metrics = ssh(it_lab, server.ip, "curl -sS -m 5 http://127.0.0.1:9100/metrics")
+        assert "node_exporter_build_info" in metrics
