@@ -59,6 +59,8 @@ _FAULT_CAUSES = {
     "deploy_timeout": "boot_failure",
 }
 _PHASE_ORDER = ("FAILED:discover", "QUARANTINED", "FAILED:enlist", "FAILED:deploy")
+#: What the MAAS simulator writes when a server's test host never booted (labhosts.LabFault).
+LAB_FAULT = "LAB FAULT"
 
 
 def expected_result(server: spec.Server) -> str:
@@ -71,6 +73,23 @@ def report_names(rack: spec.RackSpec, server: spec.Server) -> tuple[str, ...]:
     """Names a server may carry in the report: its service tag (the inventory hostname), or
     ``bmc-<address>-<port>`` when its BMC never told us the tag."""
     return (server.service_tag.lower(), f"bmc-{rack.bmc_listen}-{server.bmc_port}")
+
+
+def lab_fault(entry: dict) -> str | None:
+    """The lab fault a host's report entry records, else None.
+
+    A test host that never booted says nothing about the server, whatever its result: the
+    simulator names it ``LAB FAULT: ...`` and the triage files it as ``lab_fault``.
+    """
+    maas = entry.get("maas") or {}
+    texts = [*map(str, entry.get("reasons") or []), str(entry.get("failure_reason") or "")]
+    texts.append(str(maas.get("cause") or "") if isinstance(maas, dict) else "")
+    for text in texts:
+        if LAB_FAULT in text:
+            return text[text.index(LAB_FAULT) :]
+    if (entry.get("triage") or {}).get("cause") == "lab_fault":
+        return f"{LAB_FAULT}: triage cause lab_fault (see the host's ticket)"
+    return None
 
 
 def _triage_problem(
@@ -108,7 +127,10 @@ def check(
             continue
         got = hosts[name].get("result", "?")
         problem = None
-        if got != want:
+        fault = lab_fault(hosts[name])
+        if fault is not None:  # the lab failed this server: it was never judged
+            problem = fault
+        elif got != want:
             problem = f"expected {want}"
         elif want != "GOLDEN" and not hosts[name].get("reasons"):
             problem = "no reason given"
@@ -138,13 +160,22 @@ def _cmd_check_run(args: argparse.Namespace) -> int:
     rack = spec.load(rack_file(args.rack))
     run_dir = Path(args.run_dir) if args.run_dir else _latest_run(Path(args.runs_root))
     rows = check(rack, json.loads((run_dir / "report.json").read_text()), run_dir)
+    faults = [row for row in rows if row[3] and row[3].startswith(LAB_FAULT)]
     for server, name, result, problem in rows:
-        faults = ",".join(sorted(server.faults)) or "healthy"
-        verdict = f"WRONG: {problem}" if problem else "as expected"
-        print(f"  {server.name:<8} {name:<20} {faults:<18} {result:<16} {verdict}")
-    wrong = sum(1 for row in rows if row[3])
-    if wrong:
-        print(f"run {run_dir.name}: {wrong} server(s) did not end as the rack file says")
+        kinds = ",".join(sorted(server.faults)) or "healthy"
+        if problem and problem.startswith(LAB_FAULT):
+            verdict = "LAB FAULT (not the server's)"
+        else:
+            verdict = f"WRONG: {problem}" if problem else "as expected"
+        print(f"  {server.name:<8} {name:<20} {kinds:<18} {result:<16} {verdict}")
+    for server, name, _result, problem in faults:
+        print(f"LAB FAULT {server.name} ({name}), not the server's: {problem}")
+    wrong = sum(1 for row in rows if row[3]) - len(faults)
+    if wrong or faults:
+        parts = [f"{wrong} server(s) did not end as the rack file says"] if wrong else []
+        if faults:
+            parts.append(f"{len(faults)} server(s) not judged: the lab failed them (LAB FAULT)")
+        print(f"run {run_dir.name}: {'; '.join(parts)}")
         return 1
     print(f"run {run_dir.name}: every server ended as the rack file says it should")
     return 0

@@ -3,7 +3,8 @@
 One table, so that the triage rules, the tickets, the report's filters and the docs all use
 the same names. A cause names what an operator does next, not just what broke: the action is
 one of a small, fixed set (reseat, vendor RMA, datacenter ticket, reprovision, retry, and
-investigate for what no rule recognised).
+investigate for what no rule recognised). ``lab_fault`` exists only in the test lab: a
+simulated server's test host that never booted is the lab's failure, never the server's.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class Cause:
 
 
 _TABLE = (
+    # First: when the lab itself failed (a test host that never booted), nothing else the
+    # evidence says is about the server, so this outranks every other cause.
+    Cause("lab_fault", "LAB FAULT: the test lab failed, not the server", Action.RETRY,
+          "Fix the lab (read the test host's console log named in the evidence), then rerun."),
     Cause("bmc_unreachable", "BMC unreachable", Action.DATACENTER,
           "Check the BMC's network cable, switch port and standby power; then rerun discover."),
     Cause("bmc_auth", "BMC rejects the credentials", Action.DATACENTER,

@@ -21,6 +21,7 @@ from racksmith.triage.causes import CAUSES, Cause, cause
 _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in (
+        ("lab_fault", r"\bLAB FAULT\b"),
         ("bmc_auth", r"credentials rejected|\bHTTP 40[13]\b|unauthori[sz]ed|login failed"),
         ("bmc_unreachable",
          r"^BMC \S+: .*(cannot connect|connection refused|no route|unreachable|timed out"

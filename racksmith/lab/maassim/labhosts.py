@@ -7,6 +7,12 @@ only once the host answers; a release or mark-broken powers the host off. Withou
 (``--machines`` only, tests, the benchmark) :class:`NoHosts` stands in and deployments finish
 on the clock alone.
 
+A host that does not come up (its boot raises, or it has not answered within
+:data:`BOOT_BOUND` seconds) is a :class:`LabFault`: the machine still ends Failed deployment,
+but its event, error description and installation log say ``LAB FAULT: test host <name> did
+not boot: <reason>; console log: <path>`` with the console's last lines, so the triage files
+it as ``lab_fault`` and ``racksmith lab check-run`` never blames the server for it.
+
 Power itself is *not* driven through the emulated BMC's Redfish: the simulator validates the
 Redfish power parameters it is given and models BMC failure with the ``power_fails`` fault.
 Keeping the simulator off the BMC emulator's TLS and session limits keeps the two lab parts
@@ -16,14 +22,98 @@ independent; the Redfish path is exercised by the discovery phase against the BM
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("racksmith.lab.maassim")
 
-BootDone = Callable[[str | None], None]  # called with None on success, else the error text
+#: How long a booting host may take, once it has a boot slot, before the simulator stops
+#: waiting and reports a lab fault (real seconds). The lab's own SSH bound
+#: (racksmith.lab.hosts.BOOT_TIMEOUT) fits inside it with room for the disk copy and the
+#: first-boot check; this one catches a boot that hangs past all of them.
+BOOT_BOUND = 300.0
+#: Console lines quoted in the event, the installation log and the report.
+CONSOLE_LINES = 10
+
+
+@dataclass(frozen=True)
+class LabFault:
+    """A test host that did not come up: the lab failed, not the server being installed.
+
+    The simulator reports it as MAAS would report any failed deployment (the machine ends
+    Failed deployment), but with a cause that names the lab, so neither the triage nor
+    ``lab check-run`` can mistake it for the server's install failure.
+    """
+
+    server: str
+    reason: str
+    console_log: str  # path of the host's console log ("" when unknown)
+    console_tail: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        """The one line MAAS's event and the triage cause carry."""
+        where = self.console_log or "(none)"
+        return (
+            f"LAB FAULT: test host {self.server} did not boot: {self.reason};"
+            f" console log: {where}"
+        )
+
+    def log_text(self) -> str:
+        """The installation log's text: the summary and the console's last lines."""
+        lines = [self.summary(), f"last {len(self.console_tail)} line(s) of the console log:"]
+        return "\n".join([*lines, *(f"  {ln}" for ln in self.console_tail)]) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "reason": self.reason,
+            "console_log": self.console_log,
+            "console_tail": list(self.console_tail),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LabFault:
+        return cls(
+            server=str(data.get("server", "?")),
+            reason=str(data.get("reason", "unknown")),
+            console_log=str(data.get("console_log", "")),
+            console_tail=tuple(str(x) for x in data.get("console_tail", ())),
+        )
+
+
+def console_tail(path: Path, lines: int = CONSOLE_LINES) -> tuple[str, ...]:
+    """The console log's last non-blank lines, or one line saying why there are none."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return (f"(console log unreadable: {exc.strerror or exc})",)
+    kept = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return tuple(kept[-lines:]) or ("(console log is empty)",)
+
+
+_CONSOLE_PART = re.compile(r"[;,]?\s*console log \S+:?\s*$")
+
+
+def fault_from_error(server: str, exc: BaseException, console_log: Path) -> LabFault:
+    """A failed boot as a lab fault. The error's first line is the reason (the lab's errors
+    append the console log after it, which the fault quotes from the file itself)."""
+    text = str(exc).strip().splitlines()
+    reason = text[0] if text else ""
+    reason = reason.removeprefix(f"test host {server}: ")
+    reason = _CONSOLE_PART.sub("", reason).rstrip(":;, ")  # the fault names the log itself
+    reason = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
+    return LabFault(server, reason, str(console_log), console_tail(console_log))
+
+
+# Called once per boot with None on success, else the lab fault.
+BootDone = Callable[[LabFault | None], None]
+# Boots one rack server's host and returns once it answers; raises when it cannot.
+BootHost = Callable[..., None]
 
 
 class NoHosts:
@@ -43,11 +133,26 @@ class NoHosts:
 
 
 class LabHosts(NoHosts):
-    """Boots and stops the rack's nspawn hosts in background threads (two at a time)."""
+    """Boots and stops the rack's nspawn hosts in background threads (two at a time).
 
-    def __init__(self, rack, lab_dir: Path, *, concurrency: int = 2):
+    ``boot_host`` (default :func:`racksmith.lab.hosts.boot`) is the one step that touches the
+    machine; tests pass one that fails or hangs. A boot that raises, or that has not returned
+    ``bound`` seconds after it got its slot, is reported once, as a :class:`LabFault`.
+    """
+
+    def __init__(
+        self,
+        rack,
+        lab_dir: Path,
+        *,
+        concurrency: int = 2,
+        boot_host: BootHost | None = None,
+        bound: float = BOOT_BOUND,
+    ):
         self.rack = rack
         self.lab_dir = lab_dir
+        self.bound = bound
+        self._boot_host = boot_host
         self._slots = threading.Semaphore(concurrency)
         # One lock per host: a release that arrives mid-boot stops the host after the boot.
         self._host_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -61,21 +166,50 @@ class LabHosts(NoHosts):
 
         return hosts
 
+    def console_log(self, server: str) -> Path:
+        """Where the host's console (systemd's output, its journal on the console) is kept."""
+        from racksmith.lab.paths import LabPaths
+
+        return LabPaths(self.lab_dir).machine(server) / "console.log"
+
     def boot(self, server: str, user_data: bytes | None, done: BootDone) -> None:
+        once = threading.Lock()
+        reported = False
+
+        def report(fault: LabFault | None) -> None:
+            nonlocal reported
+            with once:
+                if reported:
+                    return
+                reported = True
+            if fault is not None:
+                log.warning("%s", fault.summary())
+            done(fault)
+
+        def hung() -> None:
+            reason = f"no answer (SSH and cloud-init) within {self.bound:g}s of starting its boot"
+            console = self.console_log(server)
+            report(LabFault(server, reason, str(console), console_tail(console)))
+
         def run() -> None:
+            boot_host = self._boot_host or self._hosts().boot
             with self._host_locks[server], self._slots:
+                timer = threading.Timer(self.bound, hung)
+                timer.daemon = True
+                timer.start()
                 try:
-                    self._hosts().boot(
+                    boot_host(
                         self.rack,
                         self.rack.server(server),
                         user_data=user_data,
                         lab_dir=self.lab_dir,
                     )
-                except Exception as exc:  # any failure is the deployment's failure, named
-                    log.warning("booting lab host %s failed: %s", server, exc)
-                    done(f"{type(exc).__name__}: {exc}")
+                except Exception as exc:  # any failure to come up is the lab's, named
+                    report(fault_from_error(server, exc, self.console_log(server)))
                     return
-            done(None)
+                finally:
+                    timer.cancel()
+            report(None)
 
         threading.Thread(target=run, name=f"boot-{server}", daemon=True).start()
 

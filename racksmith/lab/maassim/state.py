@@ -31,7 +31,7 @@ from typing import Any
 from racksmith.lab.maassim import hardware
 from racksmith.lab.maassim.clock import SimClock
 from racksmith.lab.maassim.errors import ApiError, conflict, field_errors, forbidden, not_found
-from racksmith.lab.maassim.labhosts import NoHosts
+from racksmith.lab.maassim.labhosts import LabFault, NoHosts
 from racksmith.lab.maassim.oauth import NonceStore, User
 from racksmith.maas.model import RELEASABLE
 from racksmith.maas.model import NodeStatus as S
@@ -592,7 +592,7 @@ class Store:
                 lambda error: self._boot_done(m.system_id, token, error),
             )
 
-    def _boot_done(self, system_id: str, token: int, error: str | None) -> None:
+    def _boot_done(self, system_id: str, token: int, fault: LabFault | None) -> None:
         with self.lock:
             m = self.machines.get(system_id)
             if m is None or not m.op or m.op.get("token") != token:
@@ -600,7 +600,9 @@ class Store:
                 if m is not None and m.state not in (S.DEPLOYING, S.DEPLOYED) and m.lab_server:
                     self.hosts.shutdown(m.lab_server)
                 return
-            m.op["boot"] = "done" if error is None else f"failed: {error}"
+            m.op["boot"] = "done" if fault is None else "failed"
+            if fault is not None:
+                m.op["lab_fault"] = fault.to_dict()
             self.dirty()
 
     @staticmethod
@@ -776,17 +778,15 @@ class Store:
                 self.set_status(m, S.READY)
                 m.owner = None
         elif kind == "deploying":
-            boot = op.get("boot", "none")
-            if outcome == "fail" or boot.startswith("failed"):
+            fault = _lab_fault(m, op)
+            if fault is not None:
+                self._fail_lab_fault(m, fault)
+            elif outcome == "fail":
                 detail = (
-                    boot.removeprefix("failed: ")
-                    if boot.startswith("failed")
-                    else "grub-install: error: efibootmgr failed to register the boot "
+                    "grub-install: error: efibootmgr failed to register the boot "
                     "entry: No space left on device."
                 )
-                m.logs["current-installation"] = (
-                    CURTIN_FAILURE_LOG if outcome == "fail" else f"lab host boot failed: {detail}\n"
-                )
+                m.logs["current-installation"] = CURTIN_FAILURE_LOG
                 self.emit(
                     m,
                     "ERROR",
@@ -824,6 +824,14 @@ class Store:
             m.power_state = "off"
             self.set_status(m, target)
         self.dirty()
+
+    def _fail_lab_fault(self, m: SimMachine, fault: LabFault) -> None:
+        """The machine's test host never came up: Failed deployment, as MAAS would end it,
+        but every text (event, error description, installation log) names the lab."""
+        m.logs["current-installation"] = fault.log_text()
+        self.emit(m, "ERROR", "Lab fault", fault.summary())
+        m.error_description = fault.summary()
+        self.set_status(m, S.FAILED_DEPLOYMENT)
 
     # -- faults ------------------------------------------------------------------------------
 
@@ -869,6 +877,18 @@ class Store:
         for m in self.machines.values():
             if m.state is S.DEPLOYED and self.hosts.knows(m.lab_server):
                 self.hosts.ensure_running(m.lab_server, self.decoded_user_data(m))
+
+
+def _lab_fault(m: SimMachine, op: dict[str, Any]) -> LabFault | None:
+    """The lab fault a deployment's boot recorded (a state file written before lab faults had
+    their own record carries ``failed: <text>``: still the lab's, with the text as reason)."""
+    boot = str(op.get("boot", "none"))
+    if not boot.startswith("failed"):
+        return None
+    if isinstance(op.get("lab_fault"), dict):
+        return LabFault.from_dict(op["lab_fault"])
+    reason = boot.removeprefix("failed").removeprefix(": ") or "unknown"
+    return LabFault(m.lab_server or m.hostname, reason, "")
 
 
 @contextlib.contextmanager

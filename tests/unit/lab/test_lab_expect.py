@@ -109,3 +109,40 @@ def test_a_faulty_server_needs_its_cause_and_ticket(tmp_path):
     report["hosts"][name]["triage"]["cause"] = "unclassified"
     rows = {r[0].name: r[3] for r in expect.check(rack, report, tmp_path)}
     assert rows["gpu09"] == "cause 'unclassified', expected power_control"
+
+
+LAB_FAULT_TEXT = (
+    "Lab fault - LAB FAULT: test host gpu01 did not boot: LabError: systemd-nspawn exited "
+    "during boot; console log: /var/lib/racksmith/lab/machines/gpu01/console.log"
+)
+
+
+def test_a_lab_fault_is_reported_as_the_labs_not_as_the_server_missing_golden(tmp_path, capsys):
+    """gpu01 is healthy; its test host never booted. check-run must not say "expected
+    GOLDEN" (that blames the server) but name the lab fault, and still fail the run."""
+    from racksmith import cli
+
+    rack = spec.load()
+    name = rack.server("gpu01").service_tag.lower()
+    triage = {"cause": "lab_fault", "ticket": f"tickets/{name}.md"}
+    faulted = {name: {"result": "FAILED:deploy", "reasons": [LAB_FAULT_TEXT], "triage": triage}}
+    rows = {r[0].name: r[3] for r in expect.check(rack, _report(rack, faulted))}
+    assert rows["gpu01"] == LAB_FAULT_TEXT[LAB_FAULT_TEXT.index("LAB FAULT") :]
+    assert rows["gpu02"] is None
+    # Named only by the triage cause (the reason text lost): still the lab's.
+    bare = {name: {"result": "FAILED:deploy", "reasons": ["x"], "triage": {"cause": "lab_fault"}}}
+    assert expect.check(rack, _report(rack, bare))[0][3].startswith("LAB FAULT: triage cause")
+
+    run = tmp_path / "20260101-000000-1"
+    (run / "tickets").mkdir(parents=True)
+    report = _report(rack, faulted)
+    for host, entry in report["hosts"].items():
+        if "triage" in entry:
+            (run / "tickets" / f"{host}.md").write_text("ticket")
+    (run / "report.json").write_text(json.dumps(report))
+    assert cli.main(["lab", "check-run", str(run)]) == 1
+    out = capsys.readouterr().out
+    assert "expected GOLDEN" not in out and "WRONG" not in out
+    assert f"LAB FAULT gpu01 ({name}), not the server's: LAB FAULT: test host gpu01" in out
+    assert "1 server(s) not judged: the lab failed them (LAB FAULT)" in out
+    assert "did not end as the rack file says" not in out

@@ -176,3 +176,29 @@ def test_a_successful_pxe_event_is_not_a_boot_failure():
         "maas": {"events": ["Tue, 01 Dec. 2026 00:07:48 ERROR: PXE boot timed out"]},
     })  # fmt: skip
     assert classify(failed_pxe).cause.name == "boot_failure"
+
+
+def test_a_test_host_that_never_booted_is_a_lab_fault_not_the_servers():
+    """The simulator's lab-fault text also says "did not boot" (a boot_failure pattern) and
+    arrives as a failed deploy: the lab fault outranks both, so no server is blamed."""
+    cause_text = (
+        "Lab fault - LAB FAULT: test host gpu03 did not boot: LabError: systemd-nspawn exited "
+        "during boot; console log: /lab/machines/gpu03/console.log: Failed to create control "
+        "group inotify object: Too many open files"
+    )
+    ev = evidence_from_report("l5ab003", {
+        "result": "FAILED:deploy", "failed_phase": "deploy", "failure_reason": cause_text,
+        "maas": {"cause": cause_text, "events": [
+            "Tue, 01 Dec. 2026 00:07:57 ERROR: Lab fault - LAB FAULT: test host gpu03 did not "
+            "boot: LabError: systemd-nspawn exited during boot; console log: /lab/x.log",
+        ]},
+    })  # fmt: skip
+    d = classify(ev)
+    assert d.cause.name == "lab_fault"
+    assert d.cause.action is Action.RETRY
+    assert all("LAB FAULT" in line.text for line in d.evidence)
+    # The same words without the lab's marker would have blamed the server's boot.
+    unmarked = cause_text.replace("Lab fault - LAB FAULT: ", "")
+    ev2 = evidence_from_report("l5ab003", {"result": "FAILED:deploy", "failed_phase": "deploy",
+                                           "failure_reason": unmarked})  # fmt: skip
+    assert classify(ev2).cause.name == "boot_failure"
