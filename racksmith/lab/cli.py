@@ -24,6 +24,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("maas", "racksmith.lab.maassim", "serve the MAAS API simulator until stopped"),
     ("rack", "racksmith.lab.generate", "write a rack file of N servers with a seeded fault mix"),
     ("check-run", "racksmith.lab.expect", "did each server end the run as its faults say?"),
+    ("cache-stats", "racksmith.lab.cachestats", "apt cache: bytes from upstream vs served"),
     ("standin", "racksmith.lab.standin", "LAB STAND-IN: fake GPU tools that replay a capture"),
 )
 
