@@ -65,7 +65,7 @@ class LabFault:
 
     def log_text(self) -> str:
         """The installation log's text: the summary and the console's last lines."""
-        lines = [self.summary(), f"last {len(self.console_tail)} line(s) of the console log:"]
+        lines = [self.summary(), f"last {len(self.console_tail)} line(s) of the host's log:"]
         return "\n".join([*lines, *(f"  {ln}" for ln in self.console_tail)]) + "\n"
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,14 +100,20 @@ _CONSOLE_PART = re.compile(r"[;,]?\s*console log \S+:?\s*$")
 
 
 def fault_from_error(server: str, exc: BaseException, console_log: Path) -> LabFault:
-    """A failed boot as a lab fault. The error's first line is the reason (the lab's errors
-    append the console log after it, which the fault quotes from the file itself)."""
-    text = str(exc).strip().splitlines()
-    reason = text[0] if text else ""
-    reason = reason.removeprefix(f"test host {server}: ")
-    reason = _CONSOLE_PART.sub("", reason).rstrip(":;, ")  # the fault names the log itself
+    """A failed boot as a lab fault. The error's first line is the reason. The lab's errors
+    append a log after it: the console's (quoted from the file itself, which is whole), or
+    another one, such as cloud-init's output when the user data's commands failed (quoted
+    from the error, as the console does not hold it)."""
+    text = [ln.rstrip() for ln in str(exc).strip().splitlines()]
+    first = text[0] if text else ""
+    reason = _CONSOLE_PART.sub("", first.removeprefix(f"test host {server}: ")).rstrip(":;, ")
     reason = f"{type(exc).__name__}: {reason}" if reason else type(exc).__name__
-    return LabFault(server, reason, str(console_log), console_tail(console_log))
+    other_log = [ln for ln in text[1:] if ln.strip()]
+    if other_log and not _CONSOLE_PART.search(first):
+        tail = tuple(other_log[-CONSOLE_LINES:])
+    else:
+        tail = console_tail(console_log)
+    return LabFault(server, reason, str(console_log), tail)
 
 
 # Called once per boot with None on success, else the lab fault.
@@ -176,15 +182,17 @@ class LabHosts(NoHosts):
         once = threading.Lock()
         reported = False
 
-        def report(fault: LabFault | None) -> None:
+        def report(fault: LabFault | None) -> bool:
+            """Deliver the boot's outcome once; False when one was delivered already."""
             nonlocal reported
             with once:
                 if reported:
-                    return
+                    return False
                 reported = True
             if fault is not None:
                 log.warning("%s", fault.summary())
             done(fault)
+            return True
 
         def hung() -> None:
             reason = f"no answer (SSH and cloud-init) within {self.bound:g}s of starting its boot"
@@ -209,7 +217,9 @@ class LabHosts(NoHosts):
                     return
                 finally:
                     timer.cancel()
-            report(None)
+            if not report(None):  # came up after it was reported as a lab fault: power off
+                log.warning("lab host %s answered after its lab fault; stopping it", server)
+                self.shutdown(server)
 
         threading.Thread(target=run, name=f"boot-{server}", daemon=True).start()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from racksmith.lab import spec
 from racksmith.lab.errors import LabError
@@ -172,3 +173,33 @@ def test_a_state_file_from_before_lab_faults_still_names_the_lab(tmp_path):
     )
     assert st._lab_fault(m, {"boot": "done"}) is None
     assert st._lab_fault(m, {"boot": "none"}) is None
+
+
+def test_a_host_that_answers_after_its_lab_fault_is_powered_off(tmp_path):
+    """The machine already ended Failed deployment: a late host must not stay up unowned."""
+    rack = spec.load()
+    release, stopped = threading.Event(), threading.Event()
+
+    class Recording(LabHosts):
+        def shutdown(self, server):
+            stopped.set()
+
+    def slow(rack, server, *, user_data, lab_dir):
+        release.wait(5)
+
+    hosts = Recording(rack, tmp_path, boot_host=slow, bound=0.1)
+    (fault,) = _boots(hosts, "gpu06")
+    assert fault is not None and not stopped.is_set()
+    release.set()
+    assert stopped.wait(5)
+
+
+def test_a_failed_user_data_quotes_cloud_inits_output_not_the_console():
+    from racksmith.lab.maassim.labhosts import fault_from_error
+
+    exc = LabError("test host gpu07: user-data runcmd failed; /var/log/cloud-init-output.log:\n"
+                   "+ apt-get install -y chrony\nE: Unable to locate package chrony\n")
+    fault = fault_from_error("gpu07", exc, Path("/nonexistent/console.log"))
+    assert fault.reason == "LabError: user-data runcmd failed; /var/log/cloud-init-output.log"
+    assert fault.console_tail == ("+ apt-get install -y chrony",
+                                  "E: Unable to locate package chrony")
