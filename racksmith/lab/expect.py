@@ -4,7 +4,8 @@ The demo rack injects faults on purpose, so ``ansible-playbook`` exits non-zero 
 correct run. "Did the demo work?" therefore means: did each healthy server become GOLDEN, and
 did each faulty one fail in the phase its fault belongs to, with a reason? This module answers
 that from ``report.json``, so ``make demo`` fails when racksmith misjudges a server, not when
-the lab's faults do what they are for.
+the lab's faults do what they are for. A server whose test host never booted (``LAB FAULT``,
+triage cause ``lab_fault``) is not judged at all: the run still fails, naming the lab.
 """
 
 from __future__ import annotations
