@@ -36,7 +36,7 @@ from racksmith.health.checks import requirements
 from racksmith.health.cli import integer_at_least, positive_number, usage_error
 from racksmith.health.outcome import CheckResult, skipped, unknown
 from racksmith.health.parsers import ParseError, nvlink, smi_xml
-from racksmith.health.parsers.sysfs import pci_link
+from racksmith.health.parsers.sysfs import PCI_LINK_ATTRS, pci_link
 from racksmith.health.report import Report
 
 from . import rules
@@ -403,9 +403,7 @@ def _topology() -> dict:
     host = Host()
     root = host.sys("bus/pci/devices")
     try:
-        pci = [
-            pci_link(d.name, host.read_attrs(d, topology.PCI_ATTRS)) for d in sorted(root.iterdir())
-        ]
+        pci = [pci_link(d.name, host.read_attrs(d, PCI_LINK_ATTRS)) for d in sorted(root.iterdir())]
         fabric = topology.classify(
             topology.parse_topo_matrix(texts["topo"]),
             topology.parse_remote_links(texts["nvlink"]),

@@ -33,15 +33,6 @@ _REMOTE = re.compile(
 )
 #: The far end of a link that is not a PCI function of this machine.
 HIDDEN = "hidden"
-#: The sysfs files of a PCI function that ``classify`` needs (read by the caller).
-PCI_ATTRS = (
-    "vendor",
-    "class",
-    "current_link_speed",
-    "current_link_width",
-    "max_link_speed",
-    "max_link_width",
-)
 
 
 def parse_topo_matrix(text: str) -> dict[str, dict[str, str]]:

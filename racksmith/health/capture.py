@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import commands
 from .host import Host
-from .parsers.sysfs import VENDOR_MELLANOX, VENDOR_NVIDIA, pci_link
+from .parsers.sysfs import PCI_LINK_ATTRS, VENDOR_MELLANOX, VENDOR_NVIDIA, pci_link
 
 QUERY_FIELDS = (
     "index,name,uuid,pci.bus_id,serial,vbios_version,driver_version,inforom.img,"
@@ -40,14 +40,6 @@ COMMANDS = {
     "uname.txt": ("uname", "-a"),
 }
 _DMESG_FILTER = re.compile(r"nvrm|xid|nvidia|pcie|aer", re.IGNORECASE)
-_PCI_ATTRS = (
-    "class",
-    "vendor",
-    "current_link_speed",
-    "current_link_width",
-    "max_link_speed",
-    "max_link_width",
-)
 
 
 def capture(outdir: str | os.PathLike) -> list[Path]:
@@ -127,7 +119,7 @@ def _pci_capture(host: Host) -> str:
     devices = sorted(root.iterdir()) if root.is_dir() else []
     lines = [d.name for d in devices]
     for device in devices:
-        attrs = host.read_attrs(device, _PCI_ATTRS)
+        attrs = host.read_attrs(device, PCI_LINK_ATTRS)
         link = pci_link(device.name, attrs)
         if link.kind or link.vendor in (VENDOR_NVIDIA, VENDOR_MELLANOX):
             lines.append(

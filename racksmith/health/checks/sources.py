@@ -107,16 +107,6 @@ def uptime(ctx: CheckContext) -> float:
     return ctx.fact("uptime", compute)
 
 
-_PCI_ATTRS = (
-    "vendor",
-    "class",
-    "current_link_speed",
-    "current_link_width",
-    "max_link_speed",
-    "max_link_width",
-)
-
-
 def pci_links(ctx: CheckContext) -> list[sysfs.PciLink]:
     """GPUs, HCAs and NVMe drives from sysfs (other PCI functions are ignored)."""
 
@@ -129,7 +119,8 @@ def pci_links(ctx: CheckContext) -> list[sysfs.PciLink]:
         links = []
         for device in devices:
             try:
-                link = sysfs.pci_link(device.name, ctx.host.read_attrs(device, _PCI_ATTRS))
+                attrs = ctx.host.read_attrs(device, sysfs.PCI_LINK_ATTRS)
+                link = sysfs.pci_link(device.name, attrs)
             except ParseError as exc:
                 raise SourceError(f"{root}: {exc}") from None
             if link.kind:

@@ -67,9 +67,19 @@ def link_width(value: str) -> int | None:
     return int(value) if value.isdigit() and int(value) > 0 else None
 
 
+#: The sysfs files of one PCI function that ``pci_link`` reads (callers fetch exactly these).
+PCI_LINK_ATTRS = (
+    "vendor",
+    "class",
+    "current_link_speed",
+    "current_link_width",
+    "max_link_speed",
+    "max_link_width",
+)
+
+
 def pci_link(address: str, attrs: dict[str, str]) -> PciLink:
-    """``attrs``: the sysfs files of one device (``vendor``, ``class``, ``current_link_speed``,
-    ``current_link_width``, ``max_link_speed``, ``max_link_width``); missing ones -> None."""
+    """``attrs``: the sysfs files of one device (``PCI_LINK_ATTRS``); missing ones -> None."""
     try:
         vendor = int(attrs.get("vendor", "0x0"), 16)
         pci_class = int(attrs.get("class", "0x0"), 16)
