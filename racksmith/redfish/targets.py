@@ -55,12 +55,12 @@ class Target:
     address: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not self.address and _is_ip(self.host):
+        if not self.address and is_ip(self.host):
             object.__setattr__(self, "address", self.host)
 
     @property
     def is_name(self) -> bool:
-        return not _is_ip(self.host)
+        return not is_ip(self.host)
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -73,7 +73,8 @@ class Target:
         return f"{scheme}://{host}:{self.port}"
 
 
-def _is_ip(text: str) -> bool:
+def is_ip(text: str) -> bool:
+    """An IPv4 or IPv6 address literal (never a name for the resolver)."""
     try:
         ipaddress.ip_address(text)
     except ValueError:
@@ -157,7 +158,7 @@ class _Hosts:
             if int(end) < int(start):
                 raise TargetError(f"target {spec!r}: the range ends before it starts")
             self._first, self._last = int(start), int(end)
-        elif _is_ip(host):
+        elif is_ip(host):
             address = ipaddress.ip_address(host)
             if address.version == 4:
                 _ipv4(host, spec)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
-import ipaddress
 import logging
 import selectors
 import socket
@@ -34,6 +33,7 @@ from racksmith.lab.bmc.behaviour import EmulatedBmc, Faults, Settings
 from racksmith.lab.errors import LabError
 from racksmith.lab.paths import LabPaths
 from racksmith.lab.spec import Server
+from racksmith.redfish.targets import is_ip
 
 log = logging.getLogger(__name__)
 
@@ -238,22 +238,14 @@ def lab_tls_context(lab_dir: Path, listen: str = "127.0.0.1") -> ssl.SSLContext:
     creds.ensure_ca(lab)
     out = lab_dir / "bmc" / "tls"
     hosts = dict.fromkeys([listen, "127.0.0.1", "localhost"])
-    ips = [h for h in hosts if _is_ip(h)]
-    names = [h for h in hosts if not _is_ip(h)]
+    ips = [h for h in hosts if is_ip(h)]
+    names = [h for h in hosts if not is_ip(h)]
     cert, key = out / "server.pem", out / "server-key.pem"
     creds.issue_server_cert(lab, names=names, ips=ips, cert_out=cert, key_out=key)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert, key)
     return context
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def synthesized_servers(count: int, model: str, base_port: int) -> list[Server]:
