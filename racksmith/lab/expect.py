@@ -13,51 +13,41 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from racksmith.lab import spec
 from racksmith.lab.paths import add_lab_arguments, rack_file
 
-# The result each fault must lead to. Faults not listed are ones racksmith must absorb
-# (retries, clock correction, quirks): their servers must still end GOLDEN.
-_FAULT_RESULTS = {
-    "bmc_unreachable": "FAILED:discover",
-    "bmc_auth_failed": "FAILED:discover",
-    "bmc_hang": "FAILED:discover",
-    "bmc_slow": "FAILED:discover",
-    "bmc_busy": "FAILED:discover",
-    "bmc_reset": "FAILED:discover",
-    "bmc_malformed": "FAILED:discover",
-    "bmc_empty_systems": "FAILED:discover",
-    "missing_gpu": "QUARANTINED",
-    "bmc_clock_locked": "QUARANTINED",
-    "commission_fails": "FAILED:enlist",
-    "power_fails": "FAILED:enlist",
-    "deploy_fails": "FAILED:deploy",
-    "deploy_timeout": "FAILED:deploy",
-}
-# What the reason must mention for faults whose result alone does not tell them apart
-# (a quarantine may be for the GPUs or for the clock).
-_FAULT_REASONS = {
-    "missing_gpu": "GPUs, BMC reports",
-    "bmc_clock_locked": "BMC clock",
-}
-# The triage cause (racksmith.triage) the report must give each fault's host, with a ticket.
-_FAULT_CAUSES = {
-    "bmc_unreachable": "bmc_unreachable",
-    "bmc_hang": "bmc_unreachable",
-    "bmc_slow": "bmc_unreachable",
-    "bmc_reset": "bmc_unreachable",
-    "bmc_auth_failed": "bmc_auth",
-    "bmc_malformed": "bmc_error",
-    "bmc_empty_systems": "bmc_error",
-    "bmc_busy": "bmc_error",
-    "missing_gpu": "gpu_missing",
-    "bmc_clock_locked": "clock_skew",
-    "power_fails": "power_control",
-    "commission_fails": "commissioning_failed",
-    "deploy_fails": "deploy_failed",
-    "deploy_timeout": "boot_failure",
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one fault must lead to: the server's result, the triage cause its ticket names,
+    and, where the result alone does not tell faults apart (a quarantine may be for the GPUs
+    or for the clock), what the reason must mention."""
+
+    result: str
+    cause: str
+    reason: str = ""
+
+
+# Faults not listed are ones racksmith must absorb (retries, clock correction, quirks): their
+# servers must still end GOLDEN.
+FAULT_OUTCOMES = {
+    "bmc_unreachable": Outcome("FAILED:discover", "bmc_unreachable"),
+    "bmc_auth_failed": Outcome("FAILED:discover", "bmc_auth"),
+    "bmc_hang": Outcome("FAILED:discover", "bmc_unreachable"),
+    "bmc_slow": Outcome("FAILED:discover", "bmc_unreachable"),
+    "bmc_busy": Outcome("FAILED:discover", "bmc_error"),
+    "bmc_reset": Outcome("FAILED:discover", "bmc_unreachable"),
+    "bmc_malformed": Outcome("FAILED:discover", "bmc_error"),
+    "bmc_empty_systems": Outcome("FAILED:discover", "bmc_error"),
+    "missing_gpu": Outcome("QUARANTINED", "gpu_missing", "GPUs, BMC reports"),
+    "bmc_clock_locked": Outcome("QUARANTINED", "clock_skew", "BMC clock"),
+    "commission_fails": Outcome("FAILED:enlist", "commissioning_failed"),
+    "power_fails": Outcome("FAILED:enlist", "power_control"),
+    "deploy_fails": Outcome("FAILED:deploy", "deploy_failed"),
+    "deploy_timeout": Outcome("FAILED:deploy", "boot_failure"),
 }
 _PHASE_ORDER = ("FAILED:discover", "QUARANTINED", "FAILED:enlist", "FAILED:deploy")
 #: What the MAAS simulator writes when a server's test host never booted (labhosts.LabFault).
@@ -66,7 +56,7 @@ LAB_FAULT = "LAB FAULT"
 
 def expected_result(server: spec.Server) -> str:
     """The first phase a server's faults stop it in, else GOLDEN."""
-    results = {_FAULT_RESULTS[f] for f in server.faults if f in _FAULT_RESULTS}
+    results = {FAULT_OUTCOMES[f].result for f in server.faults if f in FAULT_OUTCOMES}
     return next((r for r in _PHASE_ORDER if r in results), "GOLDEN")
 
 
@@ -93,15 +83,20 @@ def lab_fault(entry: dict) -> str | None:
     return None
 
 
+def _decisive(server: spec.Server, want: str) -> list[Outcome]:
+    """The outcomes of the server's faults that lead to ``want`` (the ones it is judged by)."""
+    return [
+        FAULT_OUTCOMES[f]
+        for f in sorted(server.faults)
+        if f in FAULT_OUTCOMES and FAULT_OUTCOMES[f].result == want
+    ]
+
+
 def _triage_problem(
     server: spec.Server, want: str, entry: dict, run_dir: Path | None
 ) -> str | None:
     """The faulty server's named cause and ticket (None when right, or not applicable)."""
-    causes = {
-        _FAULT_CAUSES[f]
-        for f in server.faults
-        if f in _FAULT_CAUSES and _FAULT_RESULTS.get(f) == want
-    }
+    causes = {outcome.cause for outcome in _decisive(server, want)}
     if not causes:
         return None
     triage = entry.get("triage") or {}
@@ -138,11 +133,9 @@ def check(
         else:
             text = " ".join(map(str, hosts[name].get("reasons") or []))
             missing = [
-                f"reason should mention {_FAULT_REASONS[f]!r}"
-                for f in sorted(server.faults)
-                if f in _FAULT_REASONS
-                and _FAULT_RESULTS.get(f) == want
-                and _FAULT_REASONS[f] not in text
+                f"reason should mention {outcome.reason!r}"
+                for outcome in _decisive(server, want)
+                if outcome.reason and outcome.reason not in text
             ]
             triage = _triage_problem(server, want, hosts[name], run_dir)
             problem = "; ".join([*missing, *([triage] if triage else [])]) or None

@@ -12,11 +12,12 @@ def _report(rack, overrides=None):
     for server in rack.servers:
         want = expect.expected_result(server)
         name = expect.report_names(rack, server)[1 if want == "FAILED:discover" else 0]
-        why = [expect._FAULT_REASONS.get(f, "why") for f in sorted(server.faults)]
-        hosts[name] = {"result": want, "reasons": [] if want == "GOLDEN" else why}
-        causes = [
-            expect._FAULT_CAUSES[f] for f in sorted(server.faults) if f in expect._FAULT_CAUSES
+        outcomes = [
+            expect.FAULT_OUTCOMES[f] for f in sorted(server.faults) if f in expect.FAULT_OUTCOMES
         ]
+        why = [o.reason or "why" for o in outcomes] or ["why"]
+        hosts[name] = {"result": want, "reasons": [] if want == "GOLDEN" else why}
+        causes = [o.cause for o in outcomes]
         if causes:
             hosts[name]["triage"] = {"cause": causes[0], "ticket": f"tickets/{name}.md"}
     for name, value in (overrides or {}).items():
