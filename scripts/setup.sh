@@ -10,7 +10,9 @@ VENV=${RACKSMITH_VENV:-.venv}
 PY=${PYTHON:-python3}
 # chromium: the rack report's HTML page is tested in a real headless browser.
 # gnupg: the lab signs its LAB STAND-IN apt repository.
-APT_PKGS=(debootstrap systemd-container apt-cacher-ng zstd openssh-client iproute2 ca-certificates chromium gnupg)
+# qemu-system-x86, fdisk (sfdisk): the lab's VM lane (`racksmith lab vm`, TCG guests, GPT disks).
+APT_PKGS=(debootstrap systemd-container apt-cacher-ng zstd openssh-client iproute2 ca-certificates chromium gnupg
+  qemu-system-x86 fdisk)
 
 say() { printf '[setup] %s\n' "$*"; }
 

@@ -20,6 +20,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("down", "racksmith.lab.rack", "stop everything the lab started, by recorded PID"),
     ("status", "racksmith.lab.rack", "show what the lab is running"),
     ("host", "racksmith.lab.hosts", "start or stop single test hosts (used by molecule)"),
+    ("vm", "racksmith.lab.vm", "start or stop qemu VMs with a kernel of their own (VM lane)"),
     ("bmc", "racksmith.lab.bmc", "serve emulated iDRACs until stopped"),
     ("maas", "racksmith.lab.maassim", "serve the MAAS API simulator until stopped"),
     ("rack", "racksmith.lab.generate", "write a rack file of N servers with a seeded fault mix"),

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from racksmith.lab import aptcache, creds, hosts, image, limits, net, ntp, paths
+from racksmith.lab import aptcache, creds, hosts, image, limits, net, ntp, paths, vm
 from racksmith.lab.debs import serve as debs_serve
 from racksmith.lab.errors import LabError
 from racksmith.lab.proc import (
@@ -143,7 +143,7 @@ def clean_stale(rack: RackSpec, lab: paths.LabPaths) -> list[str]:
     cleaned = []
     live = {h.name for h in hosts.list_hosts(lab) if hosts.host_running(lab, h.name)}
     keep_netns = {net.netns_name(rack.bridge, n) for n in live}
-    keep_veth = {h.veth for h in hosts.list_hosts(lab) if h.name in live}
+    keep_veth = {h.veth for h in hosts.list_hosts(lab) if h.name in live} | vm.live_taps(lab)
     for host in hosts.list_hosts(lab):
         if host.name not in live and hosts.leftovers(lab, host):
             hosts.stop_host(lab, host.name, wipe=False)  # keeps its disk, like a power-off
@@ -243,6 +243,7 @@ def down(rack: RackSpec, lab: paths.LabPaths) -> int:
     with ThreadPoolExecutor(max_workers=8) as pool:
         for name in names:
             pool.submit(attempt, f"test host {name}", lambda n=name: hosts.stop_host(lab, n))
+    attempt("VMs", lambda: ", ".join(vm.stop_all(lab)))
     attempt(aptcache.DAEMON, lambda: stop(lab.pidfile(aptcache.DAEMON)))
     attempt("LAB STAND-IN apt repository", lambda: debs_serve.stop_serving(lab))
     attempt("NTP server", lambda: stop(lab.pidfile(ntp.DAEMON)))
