@@ -2,6 +2,11 @@
 
     racksmith lab rack --servers 64 --faults 10% --seed 7 > rack.yml
     racksmith lab up --rack rack.yml
+    racksmith lab rack --servers 64 --faults 10% --seed 7 --inventory /tmp/rack64
+
+``--inventory DIR`` writes the rack file together with an inventory directory for it
+(:mod:`racksmith.lab.rackinventory`), so ``ansible-playbook site.yml -i DIR`` runs on this rack's
+BMCs and MAAS simulator; its README.md says what to export and run.
 
 The faulty servers and their faults come from ``--seed`` alone, so a rack (and a failing run)
 can be reproduced from its first line. Faults are spread round-robin across the kinds of
@@ -16,11 +21,12 @@ import argparse
 import random
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from racksmith.lab import rackinventory
 from racksmith.lab.bmc.tree import MODELS
-from racksmith.lab.spec import FAULT_KINDS, MAX_INDEX, SpecError, load
+from racksmith.lab.spec import FAULT_KINDS, MAX_INDEX, RackSpec, SpecError, load
 
 KINDS = ("bmc", "maas", "hardware")
 
@@ -149,20 +155,34 @@ def _main(args: argparse.Namespace) -> int:
         if bad:
             raise ValueError(f"--model {bad} unknown; the BMC emulation serves {', '.join(MODELS)}")
         text = render(plan)
-        check_loads(text)
-    except (ValueError, SpecError) as exc:
+        rack = check_loads(text)
+        if args.inventory is None:
+            if args.lab_dir is not None:
+                raise ValueError("--lab-dir is for --inventory (the rack file has no lab dir)")
+            sys.stdout.write(text)
+            return 0
+        inventory = args.inventory.absolute()
+        lab_dir = (args.lab_dir or rackinventory.default_lab_dir(plan.bridge)).absolute()
+        planned = rackinventory.render(rack, text, inventory, lab_dir)
+        rackinventory.write(inventory, planned)
+    except (ValueError, SpecError) as exc:  # InventoryError is a ValueError
         print(f"racksmith lab rack: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(text)
+    except OSError as exc:
+        print(f"racksmith lab rack: cannot write {args.inventory}: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {inventory}/ ({', '.join(sorted(planned.files))}, group_vars/all/ links)")
+    sys.stdout.write(planned.files["README.md"].split("\n", 1)[1])
     return 0
 
 
-def check_loads(text: str) -> None:
+def check_loads(text: str) -> RackSpec:
     """The rack file must load as ``lab up`` will load it (prefix, bridge, ports...)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "rack.yml"
         path.write_text(text)
-        load(path)
+        rack = load(path)
+    return replace(rack, path=Path("rack.yml"))
 
 
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
@@ -182,4 +202,17 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument("--prefix", default="192.168.244", help="/24 prefix (default 192.168.244)")
     parser.add_argument("--bmc-base-port", type=int, default=9443, help="first BMC port")
     parser.add_argument("--maas-listen", default="127.0.0.1:5242", help="MAAS simulator address")
+    parser.add_argument(
+        "--inventory",
+        type=Path,
+        metavar="DIR",
+        help="write DIR/rack.yml and an inventory for it (redfish.yml, maas.yml, group_vars,"
+        " README.md with the commands) instead of printing the rack",
+    )
+    parser.add_argument(
+        "--lab-dir",
+        type=Path,
+        help="with --inventory: the lab directory the inventory points at"
+        " (default /var/lib/racksmith/lab-BRIDGE)",
+    )
     parser.set_defaults(func=_main)
