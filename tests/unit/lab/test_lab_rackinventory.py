@@ -32,7 +32,7 @@ def planned(tmp_path: Path, servers: int = 64, **kw) -> tuple[rackinventory.Inve
 
 
 def test_plugin_configs_point_at_this_racks_bmcs_and_lab_dir(tmp_path):
-    inv, rack = planned(tmp_path)
+    inv, _ = planned(tmp_path)
     redfish = yaml.safe_load(inv.files["redfish.yml"])
     assert redfish["targets"] == ["127.0.0.1:9443-9506"]  # 64 BMCs from the base port
     assert redfish["credentials_file"] == f"{LAB_DIR}/secrets/bmc.env"
