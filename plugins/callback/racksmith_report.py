@@ -3,9 +3,11 @@
 A thin adapter over :mod:`racksmith.report`. It gives each run a results directory
 (``runs/<timestamp>-<pid>/`` unless ``RACKSMITH_RUN_DIR`` is set) and exports
 ``RACKSMITH_RUN_DIR`` so that playbooks and modules write their results (golden set, tickets,
-logs) into the same place. At the end it triages the failed hosts and writes their tickets,
-report.json/.txt/.html/.prom (racksmith.report.publish), prints the table, and adds the run
-to the health history beside the run directories (racksmith.triage.history).
+logs) into the same place. It keeps what each role says it skipped (the ``racksmith_skip``
+a ``racksmith.core.role_skip`` task returns). At the end it triages the failed hosts and
+writes their tickets, report.json/.txt/.html/.prom (racksmith.report.publish), prints the
+table, and adds the run to the health history beside the run directories
+(racksmith.triage.history).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ DOCUMENTATION = """
       - Creates runs/<timestamp>-<pid>/ (or uses RACKSMITH_RUN_DIR), exports RACKSMITH_RUN_DIR,
         and at the end prints and saves what each phase did to each host, with a triaged
         cause and a ticket for each failed host (JSON, text, HTML, Prometheus textfile).
+      - Lists what each role skipped on each host and why, from the racksmith_skip result of
+        every racksmith.core.role_skip task (docs/contracts.md, "What a role skips").
       - Appends the run to the health history (runs/history.jsonl beside the run directory).
       - While a batch module (racksmith.core.maas_fleet) waits, prints its progress from
         progress.jsonl in the run directory; new failures at once, counts per state every
@@ -38,7 +42,7 @@ try:
     from racksmith.maas.progress import DEFAULT_INTERVAL, ProgressPrinter, ProgressTail
     from racksmith.maas.progress import default_path as progress_path
     from racksmith.report import PHASES, RunReport
-    from racksmith.report.model import HOST_VARS
+    from racksmith.report.model import HOST_VARS, skips_of
     from racksmith.report.publish import attach_golden_set, publish
     from racksmith.triage import history
 except ImportError as exc:  # the controller lacks the racksmith package: say so, run on
@@ -105,6 +109,18 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_ok(self, result):
         self._record(result, "changed" if result.result.get("changed") else "ok")
+        self._note_skips(result)
+
+    def _note_skips(self, result) -> None:
+        """Keep the skips a role announced; a malformed announcement is said, not dropped."""
+        host = result.host.get_name()
+        try:
+            skips = skips_of(result.result)
+        except ValueError as exc:
+            self._display.warning(f"racksmith: {host}: skip not in the report: {exc}")
+            return
+        for skip in skips:
+            self._report.skip(host, skip)
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         self._record(result, "ok" if ignore_errors else "failed")

@@ -3,7 +3,7 @@
 Rereads ``report.json`` and ``golden-set.json`` from the run directory, triages every host
 that did not end golden, rewrites the tickets, ``report.txt``, ``report.html`` and
 ``report.prom``, and prints the terminal table (or, with ``--json``, the report as one JSON
-document).
+document). ``--skips`` adds every host's own list of what its roles skipped and why.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from racksmith.report.publish import load_run, publish
 _EPILOG = """examples:
   racksmith report runs/20261130-064537-demo
   racksmith report runs/20261130-064537-demo --html /tmp/rack.html
+  racksmith report runs/20261130-064537-demo --skips
   racksmith report runs/20261130-064537-demo --json | jq '.summary'
+  racksmith report runs/20261130-064537-demo --json | jq '.hosts[] | select(.skips != [])'
 """
 
 
@@ -30,6 +32,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--html", metavar="FILE", help="write the HTML page here (default RUN_DIR/report.html)"
     )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    parser.add_argument(
+        "--skips",
+        action="store_true",
+        help="after the table, list each host's skips (role/part: why); the table alone "
+        "groups them by reason",
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,6 +53,6 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_dict(), sys.stdout, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        print(published.text)
+        print(report.render_text(skips_per_host=True) if args.skips else published.text)
         print(f"html: {published.paths['html']}")
     return 0

@@ -1,15 +1,16 @@
 """The run report as one static HTML page: no network, no external files, readable at 500
-hosts. Summary first (results, then causes with their actions), then filters by state and by
-cause, then one row per host, then the golden set. A few lines of inline JavaScript do the
-filtering; without JavaScript every row is still shown. A link can preset the filters:
-``report.html#state=QUARANTINED&cause=gpu_missing&q=rack12``."""
+hosts. Summary first (results, then causes with their actions, then what roles skipped and
+why), then filters by state, by cause and by skipped role, then one row per host, then the
+golden set. A few lines of inline JavaScript do the filtering; without JavaScript every row is
+still shown. A link can preset the filters:
+``report.html#state=QUARANTINED&cause=gpu_missing&skip=gdr&q=rack12``."""
 
 from __future__ import annotations
 
 from collections import Counter
 from html import escape
 
-from racksmith.report.model import HostRecord, RunReport
+from racksmith.report.model import HostRecord, RunReport, Skip
 
 _MAX_REASONS = 3
 _MAX_REASON_CHARS = 300
@@ -35,12 +36,14 @@ table.causes{width:auto}tr.hidden{display:none}.golden-list{columns:4 12em;font-
 _JS = """
 (function(){
   var state=document.getElementById('f-state'),cause=document.getElementById('f-cause'),
+      skip=document.getElementById('f-skip'),
       text=document.getElementById('f-text'),shown=document.getElementById('f-shown'),
       rows=document.querySelectorAll('#hosts tbody tr');
   function apply(){
-    var s=state.value,c=cause.value,t=text.value.toLowerCase(),n=0;
+    var s=state.value,c=cause.value,k=skip.value,t=text.value.toLowerCase(),n=0;
     for(var i=0;i<rows.length;i++){
       var r=rows[i],ok=(!s||r.dataset.result===s)&&(!c||r.dataset.cause===c)&&
+        (!k||(r.dataset.skips||'').indexOf('|'+k+'|')>=0)&&
         (!t||r.textContent.toLowerCase().indexOf(t)>=0);
       r.className=ok?'':'hidden';if(ok)n++;
     }
@@ -51,16 +54,16 @@ _JS = """
     for(var i=0;i<parts.length;i++){
       var kv=parts[i].split('='),v=decodeURIComponent(kv[1]||'');
       if(kv[0]==='state')state.value=v;else if(kv[0]==='cause')cause.value=v;
-      else if(kv[0]==='q')text.value=v;
+      else if(kv[0]==='skip')skip.value=v;else if(kv[0]==='q')text.value=v;
     }
   }
-  state.onchange=cause.onchange=apply;text.oninput=apply;
+  state.onchange=cause.onchange=skip.onchange=apply;text.oninput=apply;
   window.onhashchange=function(){fromHash();apply();};
   fromHash();
   var cards=document.querySelectorAll('[data-set]');
   for(var i=0;i<cards.length;i++){cards[i].onclick=function(){
     var k=this.dataset.set,v=this.dataset.value;
-    if(k==='state'){state.value=v;cause.value='';}else{cause.value=v;state.value='';}
+    state.value=k==='state'?v:'';cause.value=k==='cause'?v:'';skip.value=k==='skip'?v:'';
     apply();
   };}
   apply();
@@ -89,13 +92,36 @@ def _row(rec: HostRecord, phases: list[str]) -> str:
         else ""
     )
     klass = "r-bad" if _bad(result) else "r-GOLDEN"
+    # "|a|b|": the filter matches one skip by "|name|", whatever characters a part name has
+    skips = f' data-skips="|{escape("|".join(s.what for s in rec.skips), quote=True)}|"'
+    skipped = "<br>".join(
+        f"<b>{escape(s.what)}</b>: {escape(s.reason[:_MAX_REASON_CHARS])}" for s in rec.skips
+    )
     return (
-        f'<tr data-result="{escape(result, quote=True)}" data-cause="{escape(cause, quote=True)}">'
+        f'<tr data-result="{escape(result, quote=True)}" data-cause="{escape(cause, quote=True)}"'
+        f'{skips if rec.skips else ""}>'
         f"<td>{escape(rec.name)}</td>{''.join(cells)}"
         f'<td class="{klass}">{escape(result)}</td>'
         f"<td>{escape(triage.title) if triage else ''}</td>"
         f"<td>{escape(triage.action) if triage else ''}</td><td>{ticket}</td>"
-        f'<td class="reason">{"<br>".join(reasons)}</td></tr>'
+        f'<td class="reason">{"<br>".join(reasons)}</td>'
+        f'<td class="reason">{skipped}</td></tr>'
+    )
+
+
+def _skipped_section(skipped: list[tuple[Skip, list[str]]]) -> str:
+    """What roles skipped, one row per distinct reason; a row click filters the hosts."""
+    if not skipped:
+        return ""
+    rows = "".join(
+        f'<tr data-set="skip" data-value="{escape(skip.what, quote=True)}" '
+        f'style="cursor:pointer"><td>{len(hosts)}</td><td><code>{escape(skip.what)}</code></td>'
+        f"<td>{escape(skip.reason)}</td></tr>"
+        for skip, hosts in skipped
+    )
+    return (
+        '<h2>Skipped by role</h2><table class="causes" id="skipped"><thead><tr><th>hosts</th>'
+        f"<th>role/part</th><th>why</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -136,6 +162,9 @@ def render_html(report: RunReport) -> str:
     head = "".join(f"<th>{escape(p)}</th>" for p in phases)
     rows = "\n".join(_row(rec, phases) for rec in records)
     cause_labels = {c: f"{cause_info[c].title} ({n})" for c, n in causes.items()}
+    skipped = report.skipped()
+    skip_counts = Counter(s.what for rec in records for s in rec.skips)
+    skip_labels = {w: f"{w} ({n})" for w, n in skip_counts.items()}
     golden_list = "".join(f"<li>{escape(h)}</li>" for h in golden)
     title = f"racksmith run {report.run_id}"
     return f"""<!DOCTYPE html>
@@ -147,17 +176,19 @@ def render_html(report: RunReport) -> str:
 <p class="meta">{len(records)} hosts, {len(golden)} golden; started {escape(report.started)},
 finished {escape(report.finished or "-")}; {escape(report.run_dir)}</p>
 <section id="summary"><h2>Summary</h2><div class="cards">{cards}</div>
-<h2>Causes</h2>{causes_html}</section>
+<h2>Causes</h2>{causes_html}{_skipped_section(skipped)}</section>
 <section><h2>Hosts</h2>
 <div class="filters">
 <label>state <select id="f-state"><option value="">all</option>{_options(sorted(summary))}
 </select></label>
 <label>cause <select id="f-cause"><option value="">all</option>
 {_options(sorted(causes), cause_labels)}</select></label>
+<label>skipped <select id="f-skip"><option value="">all</option>
+{_options(sorted(skip_counts), skip_labels)}</select></label>
 <label>search <input id="f-text" type="search" placeholder="host, reason..."></label>
 <span id="f-shown">{len(records)} hosts</span></div>
 <table id="hosts"><thead><tr><th>host</th>{head}<th>result</th><th>cause</th><th>action</th>
-<th>ticket</th><th>reasons</th></tr></thead>
+<th>ticket</th><th>reasons</th><th>skipped</th></tr></thead>
 <tbody>
 {rows}
 </tbody></table></section>

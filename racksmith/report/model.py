@@ -1,13 +1,15 @@
-"""Typed run report: per-host, per-phase outcomes and each host's final state.
+"""Typed run report: per-host, per-phase outcomes, what each role skipped, each host's final
+state.
 
 Pure data and rendering; the Ansible callback adapts task events into :meth:`RunReport.record`
-and host variables into :meth:`RunReport.annotate`.
+(and the skips roles announce, :func:`skips_of`, into :meth:`RunReport.skip`) and host
+variables into :meth:`RunReport.annotate`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -42,6 +44,55 @@ HOST_VARS = (
     "redfish_nics",
     *MAAS_RESULTS,
 )
+
+
+#: The key of a task result that announces a skip (the action ``racksmith.core.role_skip``
+#: returns it; docs/contracts.md, "What a role skips").
+SKIP_KEY = "racksmith_skip"
+#: The part a skip names when the whole role is skipped.
+WHOLE_ROLE = "all"
+#: Host names listed after each line of the text report's skip summary.
+_SKIP_NAMES = 5
+
+
+@dataclass(frozen=True)
+class Skip:
+    """One part of a role that did not apply to a host, and why (a person can act on it: the
+    reason names the hardware that is missing or the variable that would force it)."""
+
+    role: str
+    part: str
+    reason: str
+
+    @property
+    def what(self) -> str:
+        """``role`` for the whole role, else ``role/part``: the name filters and counts use."""
+        return self.role if self.part == WHOLE_ROLE else f"{self.role}/{self.part}"
+
+    @classmethod
+    def of(cls, data: Any) -> Skip:
+        """A skip from its announcement ``{role, part, reason}``; anything else is a
+        ValueError that says what is wrong (a skip the report drops silently is a lie)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{SKIP_KEY}: expected a mapping of role, part, reason: {data!r}")
+        values = {}
+        for key in ("role", "part", "reason"):
+            value = data.get(key, WHOLE_ROLE if key == "part" else None)
+            text = " ".join(str(value).split()) if isinstance(value, str) else ""
+            if not text:
+                raise ValueError(f"{SKIP_KEY}: {key!r} is missing or empty in {dict(data)!r}")
+            values[key] = redact(text)[:400]
+        return cls(**values)
+
+
+def skips_of(result: Mapping[str, Any]) -> list[Skip]:
+    """The skips a task result announces: its own, or each loop item's (none for any other
+    task). Raises ValueError for an announcement that is not ``{role, part, reason}``."""
+    found = [Skip.of(result[SKIP_KEY])] if SKIP_KEY in result else []
+    for item in result.get("results") or []:
+        if isinstance(item, Mapping) and SKIP_KEY in item and not item.get("skipped"):
+            found.append(Skip.of(item[SKIP_KEY]))
+    return found
 
 
 def redfish_facts(hostvars: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,6 +171,8 @@ class HostRecord:
     #: MAAS's triage of a failed enlist or deploy (cause, events, log tail).
     maas: dict[str, Any] = field(default_factory=dict)
     triage: Triaged | None = None
+    #: What roles left out on this host and why, in the order they said so.
+    skips: list[Skip] = field(default_factory=list)
 
     @property
     def result(self) -> str:
@@ -179,7 +232,7 @@ class HostRecord:
 
 
 _RECORD_FIELDS = tuple(
-    f for f in fields(HostRecord) if f.name not in ("phases", "health_reasons", "triage")
+    f for f in fields(HostRecord) if f.name not in ("phases", "health_reasons", "triage", "skips")
 )
 
 
@@ -202,6 +255,27 @@ class RunReport:
         setattr(outcome, status, getattr(outcome, status) + 1)
         if status in ("failed", "unreachable") and message and outcome.reason is None:
             outcome.reason = redact(" ".join(message.split()))[:400]
+
+    def skip(self, host: str, skip: Skip) -> None:
+        """Note that a role skipped a part on a host; a later announcement of the same role and
+        part (configure applied again, by reprovision) replaces the earlier one."""
+        skips = self.host(host).skips
+        for i, known in enumerate(skips):
+            if (known.role, known.part) == (skip.role, skip.part):
+                skips[i] = skip
+                return
+        skips.append(skip)
+
+    def skipped(self) -> list[tuple[Skip, list[str]]]:
+        """Each distinct skip (role, part and reason) with the machines that had it, sorted by
+        role and part, the most hosts first: the summary a person reads before any host."""
+        hosts: dict[Skip, list[str]] = {}
+        for rec in self.machines():
+            for skip in rec.skips:
+                hosts.setdefault(skip, []).append(rec.name)
+        return sorted(
+            hosts.items(), key=lambda kv: (kv[0].role, kv[0].part, -len(kv[1]), kv[0].reason)
+        )
 
     def annotate(self, host: str, hostvars: dict[str, Any]) -> None:
         """Take the racksmith_* facts that phases set on a host (see CONTRACTS)."""
@@ -255,6 +329,8 @@ class RunReport:
                 rec.golden = host.get("golden")
                 rec.facts = dict(host.get("facts") or {})
                 rec.maas = dict(host.get("maas") or {})
+                for skip in host.get("skips") or []:
+                    report.skip(name, Skip.of(skip))
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a racksmith run report: {exc!r}") from exc
         return report
@@ -277,6 +353,7 @@ class RunReport:
             }
             host["health_reasons"] = list(rec.health_reasons)
             host["triage"] = asdict(rec.triage) if rec.triage else None
+            host["skips"] = [asdict(s) for s in rec.skips]
             host["result"] = rec.result
             host["reasons"] = rec.reasons
             hosts[name] = host
@@ -309,11 +386,13 @@ class RunReport:
         """Host records other than the controller, sorted by name."""
         return [self.hosts[n] for n in sorted(self.hosts) if n != CONTROLLER]
 
-    def render_text(self) -> str:
+    def render_text(self, *, skips_per_host: bool = False) -> str:
         """A fixed-width table: one row per host, one column per phase, then the reasons.
 
         Once triage has run, a ``cause`` column names each failed host's cause and the lines
-        below the table say its action and where its ticket is."""
+        below the table say its action and where its ticket is. What roles skipped follows, one
+        line per distinct reason with its host count (every host's own list with
+        ``skips_per_host``)."""
         phases = self.phases_seen()
         records = self.machines()
         triaged = any(rec.triage for rec in records)
@@ -339,4 +418,27 @@ class RunReport:
                 lines.append(
                     f"  {rec.name}: -> {rec.triage.title}: {rec.triage.action}{ticket}"
                 )
+        lines += skipped_lines(self.skipped())
+        if skips_per_host:
+            lines += [
+                f"  {rec.name}: {skip.what}: {skip.reason}"
+                for rec in self.machines()
+                for skip in rec.skips
+            ]
         return "\n".join(lines)
+
+
+def skipped_lines(skipped: Iterable[tuple[Skip, list[str]]]) -> list[str]:
+    """The text report's skip summary: ``role/part (N hosts): reason  [names]``, nothing when
+    no role skipped anything."""
+    rows = list(skipped)
+    if not rows:
+        return []
+    lines = ["skipped by role (did not apply; why):"]
+    for skip, hosts in rows:
+        names = ", ".join(hosts[:_SKIP_NAMES])
+        if len(hosts) > _SKIP_NAMES:
+            names += f", +{len(hosts) - _SKIP_NAMES} more"
+        count = f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+        lines.append(f"  {skip.what} ({count}): {skip.reason}  [{names}]")
+    return lines

@@ -1,5 +1,6 @@
 """The run report as a Prometheus textfile (node-exporter's textfile collector format), so a
-dashboard can show golden and failed hosts by cause without parsing the report."""
+dashboard can show golden and failed hosts by cause, and what roles skipped, without parsing
+the report."""
 
 from __future__ import annotations
 
@@ -32,6 +33,14 @@ def render_prom(report: RunReport) -> str:
     ]
     for cause, count in sorted(causes.items()):
         out.append(f"racksmith_run_failures{{{_labels(run=run, cause=cause)}}} {count}")
+    skips = Counter((s.role, s.part) for rec in records for s in rec.skips)
+    out += [
+        "# HELP racksmith_run_skips Hosts of the run on which a role skipped a part (all: the"
+        " whole role).",
+        "# TYPE racksmith_run_skips gauge",
+    ]
+    for (role, part), count in sorted(skips.items()):
+        out.append(f"racksmith_run_skips{{{_labels(run=run, role=role, part=part)}}} {count}")
     out += [
         "# HELP racksmith_host_golden 1 when the host is in the run's golden set, else 0.",
         "# TYPE racksmith_host_golden gauge",
