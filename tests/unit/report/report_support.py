@@ -46,6 +46,12 @@ HEALTH = (
     ("quick: FAIL clock_events [GPU 0]: HW thermal slowdown active at 91 C", "thermal"),
     ("quick: FAIL nvlink_state [GPU 2]: link 5 inactive", "health_links"),
 )
+#: What roles skip on hosts that reached configure: (every n-th host, the skip it announces).
+SKIPS = (
+    (8, {"role": "gdr", "part": "all",
+         "reason": "no RDMA NIC (Mellanox/NVIDIA networking) on the PCI bus"}),
+    (5, {"role": "nvidia_driver", "part": "fabricmanager", "reason": "no NVSwitch on the PCI bus"}),
+)
 
 
 def generate(run_dir: Path, hosts: int, *, seed: int = 7, fail_rate: float = 0.12) -> dict:
@@ -91,6 +97,8 @@ def generate(run_dir: Path, hosts: int, *, seed: int = 7, fail_rate: float = 0.1
             host["health_verdict"] = "FIT"
             golden_hosts[name] = {"verdict": "FIT", "fit": True, "reasons": []}
             expected[name] = ("GOLDEN", None)
+        if "configure" in phases:
+            host["skips"] = [dict(skip) for every, skip in SKIPS if i % every == 0]
         report_hosts[name] = host
     report = {"run_id": run_dir.name, "run_dir": str(run_dir), "started": "2026-11-30T00:00:00Z",
               "finished": "2026-11-30T00:40:00Z", "hosts": report_hosts}

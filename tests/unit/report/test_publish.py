@@ -165,9 +165,19 @@ def test_html_in_headless_chromium_filters_and_screenshot(tmp_path):
     url = (folder / "report.html").as_uri()
     quarantined = sum(1 for r, _ in expected.values() if r == "QUARANTINED")
     gpu_missing = sum(1 for _, c in expected.values() if c == "gpu_missing")
+    hosts = json.loads((folder / "report.json").read_text())["hosts"]
+    no_rdma = sum(1 for h in hosts.values() if any(s["role"] == "gdr" for s in h["skips"]))
+    golden_no_nvswitch = sum(
+        1 for name, h in hosts.items()
+        if expected[name][0] == "GOLDEN" and any(s["part"] == "fabricmanager" for s in h["skips"])
+    )  # fmt: skip
+    assert no_rdma and golden_no_nvswitch  # both filters have something to find
     for fragment, shown in (("", 512), ("#state=QUARANTINED", quarantined),
                             ("#cause=gpu_missing", gpu_missing),
-                            ("#state=GOLDEN&cause=gpu_missing", 0)):
+                            ("#state=GOLDEN&cause=gpu_missing", 0),
+                            ("#skip=gdr", no_rdma),
+                            ("#skip=nvidia_driver%2Ffabricmanager&state=GOLDEN",
+                             golden_no_nvswitch)):
         dom = _browser("--dump-dom", url + fragment)
         assert dom.returncode == 0, dom.stderr[-2000:]
         assert f'id="f-shown">{shown} of 512 hosts shown<' in dom.stdout, fragment
