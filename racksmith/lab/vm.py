@@ -556,12 +556,20 @@ def down(lab: paths.LabPaths, name: str) -> bool:
 def _teardown(files: _Files, spec: VmSpec | None) -> None:
     """Kill qemu by its record, delete the tap and everything under the VM's directory."""
     stop(files.pidfile, timeout=10)
-    name = files.dir.name
-    tap = spec.tap if spec else tap_name(name)
-    if net.link_exists(tap) and (spec is not None or files.dir.exists()):
-        _run(["ip", "link", "del", tap])
+    if spec is not None and _tap_master(spec.tap) in (spec.bridge, ""):
+        _run(["ip", "link", "del", spec.tap])
     disk.release(files.build)
     image.remove_tree(files.dir)
+
+
+def _tap_master(tap: str) -> str | None:
+    """The bridge ``tap`` is attached to ("" when none), or None when it does not exist: a tap
+    of the same name on another lab's bridge is that lab's VM and is left alone."""
+    out = subprocess.run(["ip", "-j", "link", "show", "dev", tap], capture_output=True, text=True)
+    try:
+        return json.loads(out.stdout)[0].get("master", "") if out.returncode == 0 else None
+    except (ValueError, IndexError, AttributeError):
+        return None
 
 
 def stop_all(lab: paths.LabPaths) -> list[str]:
