@@ -6,7 +6,9 @@
 #   sanity       ansible-test sanity on the built collection tarball (scripts/sanity.sh,
 #                docs/collection.md)
 #   lab          build/reuse the test-host image, `racksmith lab up`, pytest -m lab
-#                tests/integration on real nspawn hosts, then `molecule test` per scenario
+#                tests/integration on real nspawn hosts, then `molecule test` per scenario;
+#                beside them the VM lane: `molecule test -s vm` of zfs_pool, the GPU-host
+#                roles on a qemu VM with its own kernel and disks (docs/roles.md)
 #   bench        every tests/bench/*.py with --quick (a smoke run: do the figures still print?)
 #
 # Usage: scripts/test.sh [LANE...]   (default: all lanes, in the order above)
@@ -88,11 +90,16 @@ trap 'exit 130' INT TERM
 
 is_root() { [[ $(id -u) -eq 0 ]]; }
 build_image() { python -c 'from racksmith.lab import image; print(image.ensure_tree())'; }
+build_vm_image() { python -c 'from racksmith.lab import vm; print(vm.ensure_vm_image())'; }
 
-# --- image build in the background (the lab lane needs it; it is mostly network and disk) ---
+# --- image builds in the background (the lab lane needs them) ----------------------------------
+# The test-host image (network and disk bound), then the VM lane's image made from it (kernel,
+# ZFS and driver DKMS modules compiled natively: minutes of CPU the first time, cached by recipe).
 if wants lab; then
   if is_root; then
     bg_step lab:image build_image
+    IMAGE_PID=$!
+    bg_step lab:vm-image build_vm_image  # waits on the image build's lock for its tree
   else
     fail_step lab:image "the lab lane needs root (debootstrap, bridge, netns, systemd-nspawn); run as root"
   fi
@@ -109,8 +116,7 @@ wants sanity && run_step sanity scripts/sanity.sh
 
 # --- lab lane -----------------------------------------------------------------------------------
 if wants lab; then
-  for pid in "${BG_PIDS[@]}"; do wait "$pid"; done
-  BG_PIDS=()
+  [[ -n ${IMAGE_PID:-} ]] && wait "$IMAGE_PID"
   if [[ $(cat "$LOGS/lab:image.rc") != 0 ]]; then
     fail_step lab:up "skipped running: the image build failed (see lab:image)"
   else
@@ -123,6 +129,19 @@ if wants lab; then
       LAB_STARTED=1
     fi
     if run_step lab:up racksmith lab up; then
+      # The VM lane beside everything else: its VM pins one core (qemu's emulation), the lab
+      # tests and the nspawn scenarios use the other.
+      ORDER+=(molecule:zfs_pool:vm)
+      {
+        until [[ -e "$LOGS/lab:vm-image.rc" ]]; do sleep 5; done
+        if [[ $(cat "$LOGS/lab:vm-image.rc") == 0 ]]; then
+          step molecule:zfs_pool:vm env -u ANSIBLE_CONFIG bash -c "cd roles/zfs_pool && molecule test -s vm"
+        else
+          echo 1 >"$LOGS/molecule:zfs_pool:vm.rc"; echo 0 >"$LOGS/molecule:zfs_pool:vm.secs"
+          echo "--- molecule:zfs_pool:vm FAILED: not run, the VM image build failed (see lab:vm-image)"
+        fi
+      } &
+      BG_PIDS+=($!)
       # Serial: the lab tests share one bridge per module and the machine has 2 cores.
       run_step lab:pytest pytest -q -p no:cacheprovider -m lab tests/integration
       for scenario in roles/*/molecule/*/molecule.yml; do
@@ -132,6 +151,7 @@ if wants lab; then
         # scenario (all GPU-host roles converged together on two hosts): CI runs that one.
         case "$(basename "$role_dir"):$name" in
           node_exporter:default|dcgm:default|container_runtime:default|zfs_pool:default) continue ;;
+          zfs_pool:vm) continue ;;  # started above, in the background
         esac
         # Molecule writes its own ansible.cfg; the project's (fact cache, report callback)
         # must not leak into scenarios.
@@ -139,6 +159,8 @@ if wants lab; then
           env -u ANSIBLE_CONFIG bash -c "cd '$role_dir' && molecule test -s '$name'"
       done
     fi
+    for pid in "${BG_PIDS[@]}"; do wait "$pid"; done  # the VM image build and the VM lane
+    BG_PIDS=()
   fi
 fi
 
