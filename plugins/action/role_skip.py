@@ -1,4 +1,5 @@
 """Action racksmith.core.role_skip: a role says, as data, that it skips a part on this host.
+(Its documentation: plugins/modules/role_skip.yml.)
 
 Every role announces what it leaves out the same way (docs/contracts.md, "What a role skips"):
 one task that returns ``racksmith_skip: {role, part, reason}``, which the report callback
@@ -38,13 +39,13 @@ class ActionModule(ActionBase):
     _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
-        _, args = self.validate_argument_spec(
+        args = self.validate_argument_spec(
             argument_spec={
                 "reason": {"type": "str", "required": True},
                 "part": {"type": "str", "default": WHOLE_ROLE},
                 "role": {"type": "str"},
             }
-        )
+        )[1]
         result = super().run(tmp, task_vars)
         role = args["role"] or self._enclosing_role()
         reason = " ".join(str(args["reason"]).split())
