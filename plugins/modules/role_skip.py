@@ -7,7 +7,7 @@ DOCUMENTATION = r"""
 module: role_skip
 short_description: Say, as data, that a role skips a part on this host, and why
 version_added: 0.1.0
-author: racksmith contributors
+author: racksmith maintainers (!UNKNOWN)
 description:
   - The one way a racksmith role announces what does not apply to a host (no NVIDIA GPU, no
     NVSwitch, no RDMA NIC, a container). See C(docs/contracts.md), section "What a role skips".
