@@ -11,7 +11,9 @@ needs its own directory so that ``ansible-playbook site.yml -i DIR`` reaches *it
   and every ``${RACKSMITH_LAB_DIR:-...}`` path written out as this lab's directory;
 - ``group_vars/all/``: a relative symlink to each file of ``inventory/lab/group_vars/all/``
   (the lab's role settings stay in one place), plus ``this_lab.yml``, loaded last, which sets
-  every one of those variables that names the lab directory to this lab's;
+  every one of those variables that names the lab directory to this lab's, and every one that
+  finds the controller as ".1 of the host's address" to the rack's controller address (right
+  on the demo's /24, wrong for servers 31+ of a /23: 192.168.237.5's ".1" is no controller);
 - ``README.md``: what to export and run (Ansible skips ``.md`` files in an inventory).
 
 Rendering (:func:`render`) is pure; :func:`write` is the only function that touches the disk
@@ -21,6 +23,7 @@ and refuses a directory holding anything but a previous generated inventory, bec
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -35,6 +38,8 @@ from racksmith.lab.spec import RackSpec
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "inventory" / "lab"
 #: How the lab inventory's files refer to the lab directory (a default for the demo's).
 LAB_DIR_REF = "${RACKSMITH_LAB_DIR:-/var/lib/racksmith/lab}"
+#: How the lab's group_vars derive the controller from a host's address (its ".1").
+_DOT_ONE = re.compile(r"regex_replace\([^)]*'\.1'\)")
 _ENV_LOOKUP = re.compile(
     r"^\{\{\s*lookup\(\s*'ansible\.builtin\.env',\s*'RACKSMITH_LAB_DIR'.*\}\}$"
 )
@@ -111,14 +116,39 @@ def group_var_files(template_dir: Path) -> list[Path]:
     return files
 
 
-def overrides(lab_dir: Path, template_dir: Path) -> dict[str, object]:
-    """Every lab group variable that names the lab directory, set to this lab's."""
+def controller_vars(rack: RackSpec) -> dict[str, object]:
+    """The lab variables that point hosts at the controller (apt cache, NTP, LAB STAND-IN
+    repository), with this rack's controller address instead of each host's ".1"."""
+    ip, port = rack.controller_ip, rack.apt_proxy_port
+    return {
+        "racksmith_lab_controller": ip,
+        # as in base.yml: empty while the host has no address yet (the deploy phase)
+        "base_apt_proxy": (
+            f"{{{{ 'http://{ip}:{port}' if ansible_host | default('')"
+            " is match('^[0-9]+([.][0-9]+){3}$') else '' }}"
+        ),
+        "base_chrony_servers": [ip],
+    }
+
+
+def overrides(rack: RackSpec, lab_dir: Path, template_dir: Path) -> dict[str, object]:
+    """Every lab group variable that names the lab directory or derives the controller from a
+    host's address, set for this lab; one of the latter we have no value for is an error."""
     found: dict[str, object] = {}
+    controller = controller_vars(rack)
     for path in group_var_files(template_dir):
         data = _load_yaml(path) or {}
         if not isinstance(data, dict):
             raise InventoryError(f"{path}: group_vars file is not a mapping")
         for key, value in data.items():
+            if _DOT_ONE.search(json.dumps(value)):
+                if key not in controller:
+                    raise InventoryError(
+                        f"{path}:{key}: derives the controller from the host's address; this"
+                        " rack's controller address cannot be written for it"
+                    )
+                found[key] = controller[key]
+                continue
             written = _with_lab_dir(value, lab_dir, f"{path}:{key}")
             if written != value:
                 found[key] = written
@@ -197,9 +227,12 @@ def render(
             plugin_config(name, rack, lab_dir, template_dir),
         )
     files[f"group_vars/all/{OVERRIDES}"] = _yaml(
-        f"{gen}/group_vars/all: this lab's directory, so no path falls back to the demo\n"
-        "lab's. Loaded after the linked files (their names sort before this one).",
-        overrides(lab_dir, template_dir),
+        f"{gen}/group_vars/all:\n"
+        "this lab's directory, so no path falls back to the demo lab's, and the rack's\n"
+        f"controller ({rack.controller_ip}) for the apt cache, NTP and the LAB STAND-IN\n"
+        "repository, which inventory/lab derives as '.1 of the host's address' (wrong for\n"
+        "servers 31+ on a /23). Loaded after the linked files (their names sort before it).",
+        overrides(rack, lab_dir, template_dir),
     )
     files["README.md"] = readme(rack, rack_text, inventory, lab_dir)
     links = {f"group_vars/all/{p.name}": p for p in group_var_files(template_dir)}

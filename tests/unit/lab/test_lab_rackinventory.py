@@ -89,19 +89,47 @@ def test_written_inventory_resolves_its_group_vars_to_this_lab(tmp_path):
     assert all(not os.path.isabs(os.readlink(target / rel)) for rel in inv.links)
     check = tmp_path / "check"
     shutil.copytree(target / "group_vars", check / "group_vars", symlinks=False)
-    (check / "hosts.yml").write_text("all: {hosts: {gpu01: {}}}\n")
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", f"{check}/", "--host",
-         "gpu01"],
-        cwd=REPO, capture_output=True, text=True, check=False, timeout=120,
-        env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    hostvars = json.loads(done.stdout)
+    # gpu40 sits in the upper /24 of the rack's /23: its ".1" (192.168.237.1) is no controller
+    (check / "hosts.yml").write_text(
+        "all: {hosts: {gpu40: {ansible_host: 192.168.237.10}, pending: {}}}\n"
+    )
+    (tmp_path / "show.yml").write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.debug:\n        msg: {proxy: '{{ base_apt_proxy }}',"
+        " ntp: '{{ base_chrony_servers }}', dcgm: '{{ dcgm_repo_mirror }}',"
+        " direct: '{{ base_apt_proxy_direct_hosts }}'}\n"
+    )
+
+    cfg = tmp_path / "ansible.cfg"  # only what resolving variables needs: no report callback
+    cfg.write_text("[defaults]\nstdout_callback = json\n[inventory]\nenable_plugins = yaml\n")
+
+    def ansible(tool: str, *argv: str) -> str:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / tool), "-i", f"{check}/", *argv],
+            cwd=REPO, capture_output=True, text=True, check=False, timeout=120,
+            env=dict(os.environ, ANSIBLE_CONFIG=str(cfg), ANSIBLE_NOCOLOR="1"),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    hostvars = json.loads(ansible("ansible-inventory", "--host", "gpu40"))
     assert hostvars["racksmith_lab_dir"] == str(LAB_DIR)
     assert hostvars["racksmith_maas_credentials_file"] == f"{LAB_DIR}/secrets/maas.env"
     assert hostvars["racksmith_lab"] is True  # from the linked lab.yml
     assert hostvars["racksmith_maas_poll_interval"] == 1  # from the linked maas.yml
+    result = json.loads(ansible("ansible-playbook", str(tmp_path / "show.yml")))
+    shown = {
+        host: outcome["msg"]
+        for task in result["plays"][0]["tasks"]
+        for host, outcome in task["hosts"].items()
+    }
+    assert shown["gpu40"] == {
+        "proxy": "http://192.168.236.1:3142",
+        "ntp": ["192.168.236.1"],
+        "dcgm": "http://192.168.236.1:3143",
+        "direct": ["192.168.236.1"],
+    }
+    assert shown["pending"]["proxy"] == ""  # no address yet (deploy phase): as in base.yml
 
 
 def test_write_refuses_a_directory_it_did_not_generate_and_rewrites_its_own(tmp_path):
@@ -133,6 +161,11 @@ def test_the_demo_lab_dir_and_unknown_lab_dir_references_are_refused(tmp_path):
     shutil.copytree(REPO / "inventory/lab", template)
     (template / "group_vars/all/base.yml").write_text("x: '{{ env.RACKSMITH_LAB_DIR }}/y'\n")
     with pytest.raises(rackinventory.InventoryError, match=r"base\.yml:x: cannot write"):
+        rackinventory.render(rack, text, tmp_path / "i", LAB_DIR, template)
+    (template / "group_vars/all/base.yml").write_text(
+        "ntp_peer: \"{{ ansible_host | regex_replace('\\\\.[0-9]+$', '.1') }}\"\n"
+    )
+    with pytest.raises(rackinventory.InventoryError, match=r"ntp_peer: derives the controller"):
         rackinventory.render(rack, text, tmp_path / "i", LAB_DIR, template)
 
 
