@@ -36,7 +36,15 @@ from racksmith.lab.maassim.state import Store
 from racksmith.lab.spec import Server
 
 REPO = Path(__file__).resolve().parents[3]
-MODULES = sorted((REPO / "plugins" / "modules").glob("*.py"))
+#: Action plugins; a module of the same name is their documentation only (as for
+#: ansible.builtin.debug): it never runs on a host, needs no racksmith and joins no group.
+ACTIONS = sorted((REPO / "plugins" / "action").glob("*.py"))
+#: The modules that run (on the controller, through racksmith).
+MODULES = sorted(
+    p
+    for p in (REPO / "plugins" / "modules").glob("*.py")
+    if p.stem not in {a.stem for a in ACTIONS}
+)
 GALAXY = yaml.safe_load((REPO / "galaxy.yml").read_text())
 RUNTIME = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
 FQCN = "racksmith.core"
@@ -127,6 +135,25 @@ def test_module_declares_author_attributes_and_fqcn_fragments(path):
     assert attributes["diff_mode"]["support"] in ("full", "partial")
     assert attributes["action_group"]["membership"] == [f"{FQCN}.{group}"]
     assert "supports_check_mode=True" in path.read_text()
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=lambda p: p.stem)
+def test_action_is_documented_by_its_module_and_needs_no_racksmith(path):
+    doc_path = REPO / "plugins" / "modules" / path.name
+    doc = module_doc(doc_path)
+    assert doc["module"] == path.stem and doc["author"]
+    assert doc["attributes"]["action"]["support"] == "full"
+    tree = ast.parse(doc_path.read_text())
+    assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.Import))], (
+        "documentation only: the action plugin does the work"
+    )
+    for code in (doc_path, path):
+        imported = {
+            (n.module or "").split(".")[0]
+            for n in ast.walk(ast.parse(code.read_text()))
+            if isinstance(n, ast.ImportFrom)
+        }
+        assert "racksmith" not in imported, code
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
@@ -410,7 +437,11 @@ def ansible_files() -> list[Path]:
     return files
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    MODULES + [REPO / "plugins" / "modules" / a.name for a in ACTIONS],
+    ids=lambda p: p.stem,
+)
 def test_module_examples_call_it_by_its_fqcn(path):
     actions = [
         name
