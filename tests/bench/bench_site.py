@@ -1,0 +1,523 @@
+"""Benchmark: ``site.yml`` end to end on a generated lab rack of N servers with injected faults.
+
+The figures of issue 11 for a whole rack, measured, not modelled: a rack of ``--servers``
+(default 64) with ``--faults`` (default 10 %, mixed across BMC, MAAS and hardware faults) is
+generated with its inventory (``racksmith lab rack --inventory``), its own lab is started
+(bridge rslab5, 192.168.236.0/23, lab dir /var/lib/racksmith/lab-site, BMCs from port 9443,
+MAAS on 127.0.0.1:5245: clear of the demo lab's rslab0, /var/lib/racksmith/lab, 8443+, 5240),
+and for each ``--forks`` value, on a fresh lab (no machines in MAAS, no test hosts):
+
+1. ``ansible-playbook site.yml -i INVENTORY --forks F``, every output line time-stamped
+   (``bench-site.log`` in the run directory), phase wall times from the ``PLAY [Phase ...]``
+   lines;
+2. ``racksmith lab check-run RUN_DIR``: did every server end as its faults say?
+3. the deploy figures: the deploy batch task and the whole deploy phase against the lab's
+   simulated install time (``DURATIONS["deploying"]`` of the MAAS simulator over its clock
+   speed) and against the slowest single deploy of the run (Deploying -> Deployed, from the
+   simulator's MAAS events);
+4. the apt cache over the configure phase only (``racksmith lab cache-stats`` on the log lines
+   time-stamped inside that phase): bytes fetched from upstream vs served to hosts;
+5. for the first forks value (unless ``--no-rerun``): the same ``site.yml`` again, which must
+   report ``changed=0`` for every host (PLAY RECAP and report.json) and judge the same.
+
+``--deploy-forks F`` adds, first, a fresh run of the phases up to deploy only (``--tags
+preflight,discover,enlist,deploy``) per value: the deploy figure at that forks without paying
+for a second configure phase (a partial run, so not judged by check-run).
+
+No timing is asserted (the machine is shared; load average is printed with every figure).
+Exit 1 when check-run fails, a rerun changed anything, or a run could not be measured; the
+bench's lab is torn down at the end, also on failure and Ctrl-C.
+
+    sudo .venv/bin/python tests/bench/bench_site.py                       # 64 servers, forks 64
+    sudo .venv/bin/python tests/bench/bench_site.py --forks 64 --forks 8  # both, fresh lab each
+    sudo .venv/bin/python tests/bench/bench_site.py --deploy-forks 8 --cold-cache  # as measured
+    sudo .venv/bin/python tests/bench/bench_site.py --quick               # 4 servers, 1 fault
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from racksmith.lab import cachestats, paths
+from racksmith.lab.creds import read_env
+from racksmith.lab.maassim.state import DURATIONS
+from racksmith.maas.auth import resolve_credentials
+from racksmith.maas.client import MaasClient
+
+REPO = Path(__file__).resolve().parents[2]
+
+BIN = Path(sys.executable).parent
+# The bench's own lab: must never collide with the demo lab (rslab0, 192.168.250,
+# /var/lib/racksmith/lab, BMC ports 8443+, MAAS 5240).
+LAB = {
+    "bridge": "rslab5",
+    "prefix": "192.168.236",
+    "bmc_base_port": 9443,
+    "maas_listen": "127.0.0.1:5245",
+    "lab_dir": Path("/var/lib/racksmith/lab-site"),
+}
+PHASES = ("preflight", "discover", "enlist", "deploy", "configure", "validate")
+DEPLOY_TASK = "TASK [Deploy the OS on every server at once"
+DEPLOY_TAGS = "preflight,discover,enlist,deploy"
+_STAMP = re.compile(r"^(\d+\.\d+) (.*)$")
+_RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
+_SPEED = re.compile(r"clock x([0-9.]+)")
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+# -- pure parsing -----------------------------------------------------------------------------
+
+
+def stamped(lines: list[str]) -> list[tuple[float, str]]:
+    """``<unix time> <line>`` as written by :func:`play` -> (time, line)."""
+    out = []
+    for n, line in enumerate(lines, start=1):
+        match = _STAMP.match(line.rstrip("\n"))
+        if not match:
+            raise ValueError(f"bench-site.log:{n}: not '<time> <line>': {line[:80]!r}")
+        out.append((float(match.group(1)), match.group(2)))
+    return out
+
+
+def phase_times(log: list[tuple[float, str]]) -> dict[str, tuple[float, float]]:
+    """Phase -> (start, end): from its first ``PLAY [Phase <name>`` line to the next phase's
+    first play (or PLAY RECAP)."""
+    starts: list[tuple[str, float]] = []
+    end = None
+    for t, line in log:
+        for phase in PHASES:
+            if line.startswith(f"PLAY [Phase {phase}:") and phase not in dict(starts):
+                starts.append((phase, t))
+        if line.startswith("PLAY RECAP"):
+            end = t
+    if end is None:
+        raise ValueError("no PLAY RECAP in the output: the run did not finish")
+    bounds = [t for _, t in starts[1:]] + [end]
+    return {phase: (t0, t1) for (phase, t0), t1 in zip(starts, bounds, strict=True)}
+
+
+def task_time(log: list[tuple[float, str]], prefix: str) -> float | None:
+    """Seconds from the task line starting with ``prefix`` to the next TASK/PLAY line."""
+    for i, (t, line) in enumerate(log):
+        if line.startswith(prefix):
+            nxt = next((u for u, ln in log[i + 1 :] if ln.startswith(("TASK [", "PLAY "))), None)
+            return None if nxt is None else nxt - t
+    return None
+
+
+def recap(log: list[tuple[float, str]]) -> dict[str, dict[str, int]]:
+    """PLAY RECAP lines -> host -> counts."""
+    rows = {}
+    for _, line in log:
+        match = _RECAP.match(line)
+        if match:
+            host, *counts = match.groups()
+            keys = ("ok", "changed", "unreachable", "failed")
+            rows[host] = dict(zip(keys, map(int, counts), strict=True))
+    return rows
+
+
+def report_changed(report: dict) -> dict[str, int]:
+    """Host -> changed tasks over all phases, from report.json."""
+    return {
+        name: sum(int(p.get("changed") or 0) for p in (host.get("phases") or {}).values())
+        for name, host in report.get("hosts", {}).items()
+    }
+
+
+def _event_time(text: str) -> float:
+    return datetime.strptime(text, "%a, %d %b. %Y %H:%M:%S").replace(tzinfo=UTC).timestamp()
+
+
+def deploy_durations(events: list[dict], since: float) -> dict[str, float]:
+    """Hostname -> seconds from Deploying to Deployed (events after ``since``; 1 s steps)."""
+    began: dict[str, float] = {}
+    took: dict[str, float] = {}
+    for event in sorted(events, key=lambda e: e["id"]):
+        if event.get("type") != "Node changed status":
+            continue
+        when = _event_time(event["created"])
+        if when < since - 1:
+            continue
+        text, host = event.get("description", ""), event.get("hostname", "?")
+        if text.endswith("to 'Deploying'"):
+            began[host] = when
+        elif text.endswith("to 'Deployed'") and host in began:
+            took[host] = when - began.pop(host)
+    return took
+
+
+# -- the lab and the runs ---------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    inventory: Path
+    lab_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def racksmith(self, *argv: str, check: bool = True, quiet: bool = False) -> str:
+        done = subprocess.run(
+            [str(BIN / "racksmith"), *argv],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if check and done.returncode:
+            raise RuntimeError(
+                f"racksmith {' '.join(argv)} exited {done.returncode}:\n"
+                f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
+        if not quiet:
+            sys.stdout.write(done.stdout)
+        return done.stdout + done.stderr
+
+    def fresh(self) -> float:
+        """Lab down, no machines in MAAS and no test hosts, lab up; seconds for ``up``.
+        The apt cache's files stay (``--cold-cache`` removes them first)."""
+        self.racksmith("lab", "down", check=False, quiet=True)
+        shutil.rmtree(self.lab_dir / "maas", ignore_errors=True)
+        t0 = time.monotonic()
+        self.racksmith("lab", "up", quiet=True)
+        took = time.monotonic() - t0
+        for name in ("bmc.env", "maas.env"):
+            self.env.update(read_env(self.lab_dir / "secrets" / name))
+        return took
+
+    def speed(self) -> float:
+        text = paths.LabPaths(self.lab_dir).logfile("maas").read_text(errors="replace")
+        found = _SPEED.findall(text)
+        if not found:
+            raise RuntimeError("the MAAS simulator's log does not say its clock speed")
+        return float(found[-1])
+
+    def events(self) -> list[dict]:
+        """Every MAAS event of the simulator (INFO and above), paged by id."""
+        creds = resolve_credentials(environ=self.env)
+        out: list[dict] = []
+        before = None
+        with MaasClient(creds) as client:
+            while True:
+                params = {"level": "INFO", "limit": 1000}
+                if before is not None:
+                    params["before"] = before
+                page = client.get("events/", params, op="query")["events"]
+                out += page
+                if len(page) < 1000:
+                    return out
+                before = min(e["id"] for e in page)
+
+
+def play(
+    bench: Bench, run_dir: Path, forks: int, tags: str | None = None
+) -> tuple[int, list[tuple[float, str]]]:
+    """site.yml on the rack; every line time-stamped into the run dir, the progress shown."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(bench.env, RACKSMITH_RUN_DIR=str(run_dir), ANSIBLE_NOCOLOR="1")
+    argv = [str(BIN / "ansible-playbook"), "site.yml", "-i", f"{bench.inventory}/"]
+    proc = subprocess.Popen(
+        [*argv, "--forks", str(forks), *(["--tags", tags] if tags else [])],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
+    lines = []
+    show = re.compile(r"^(PLAY \[|PLAY RECAP|(discover|enlist|deploy): |\[ERROR\])")
+    with (run_dir / "bench-site.log").open("w") as log:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            t = time.time()
+            log.write(f"{t:.2f} {line}")
+            lines.append((t, line.rstrip("\n")))
+            if show.match(line):
+                print(f"    {line.rstrip()[:110]}", flush=True)
+    return proc.wait(), lines
+
+
+@dataclass
+class Figures:
+    label: str
+    forks: int
+    wall: float
+    rc: int
+    load_start: str
+    load_end: str
+    check_rc: int
+    phases: dict[str, float] = field(default_factory=dict)
+    changed: int = 0  # recap sum
+    changed_report: int = 0
+    changed_hosts: list[str] = field(default_factory=list)
+    deploy: dict[str, float] = field(default_factory=dict)
+    cache: cachestats.CacheStats | None = None
+    notes: list[str] = field(default_factory=list)  # what could not be measured
+    notes_ok: list[str] = field(default_factory=list)  # remarks
+
+
+def measure(
+    bench: Bench,
+    label: str,
+    forks: int,
+    runs_root: Path,
+    deploy_figures: bool,
+    tags: str | None = None,
+) -> Figures:
+    run_dir = runs_root / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-site-{label}"
+    what = f"site.yml --tags {tags}" if tags else "site.yml"
+    print(f"\n== {label}: {what}, forks {forks}, run {run_dir} (load {load()})")
+    load_start, t0 = load(), time.monotonic()
+    rc, log = play(bench, run_dir, forks, tags)
+    wall = time.monotonic() - t0
+    fig = Figures(label, forks, wall, rc, load_start, load(), check_rc=-1)
+    if tags:  # a partial run is not judged (its servers stop before their last phase)
+        fig.check_rc = 0
+        fig.notes_ok.append(f"partial run (--tags {tags}): not judged by check-run")
+    check = (
+        None
+        if tags
+        else subprocess.run(
+            [str(BIN / "racksmith"), "lab", "check-run", str(run_dir)],
+            cwd=REPO,
+            env=bench.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    )
+    if check is not None:
+        fig.check_rc = check.returncode
+        verdict = (check.stdout.strip().splitlines() or ["(no output)"])[-1]
+        print(f"    check-run: {verdict}")
+        if check.returncode:
+            print(check.stdout + check.stderr)
+    try:
+        times = phase_times(log)
+    except ValueError as exc:
+        fig.notes.append(str(exc))
+        return fig
+    fig.phases = {phase: t1 - t0 for phase, (t0, t1) in times.items()}
+    rows = recap(log)
+    fig.changed = sum(r["changed"] for r in rows.values())
+    try:
+        per_host = report_changed(json.loads((run_dir / "report.json").read_text()))
+    except (OSError, ValueError) as exc:
+        fig.notes.append(f"report.json unreadable: {exc}")
+        fig.changed_report = -1
+    else:
+        fig.changed_report = sum(per_host.values())
+        changed = {h for h, r in rows.items() if r["changed"]} | {
+            h for h, n in per_host.items() if n
+        }
+        fig.changed_hosts = sorted(changed)
+    if deploy_figures and "deploy" in times:
+        speed = bench.speed()
+        took = deploy_durations(bench.events(), since=times["deploy"][0])
+        fig.deploy = {
+            "phase": fig.phases["deploy"],
+            "batch": task_time(log, DEPLOY_TASK) or float("nan"),
+            "install": DURATIONS["deploying"] / speed,
+            "speed": speed,
+            "slowest": max(took.values(), default=float("nan")),
+            "median": statistics.median(took.values()) if took else float("nan"),
+            "deployed": len(took),
+        }
+    if "configure" in times:
+        start, end = times["configure"]
+        log_file = cachestats.log_path(bench.lab_dir)
+        time.sleep(1)  # apt-cacher-ng writes its log lines as transfers end
+        transfers = cachestats.parse(log_file.read_text(errors="replace"), source=str(log_file))
+        fig.cache = cachestats.summarize(
+            t for t in transfers if int(start) <= t.time <= int(end) + 1
+        )
+    return fig
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def table(figs: list[Figures]) -> list[str]:
+    cols = ("run", "forks", "wall s", *[f"{p} s" for p in PHASES], "changed", "check", "load start",
+            "load end")  # fmt: skip
+    rows = [cols]
+    for f in figs:
+        rows.append(
+            (
+                f.label,
+                str(f.forks),
+                f"{f.wall:.0f}",
+                *[f"{f.phases[p]:.0f}" if p in f.phases else "-" for p in PHASES],
+                str(f.changed),
+                "ok" if f.check_rc == 0 else f"FAIL({f.check_rc})",
+                f.load_start,
+                f.load_end,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
+    return [
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in rows
+    ]
+
+
+def deploy_lines(figs: list[Figures]) -> list[str]:
+    out = [
+        "deploy (s)      batch  phase  install(sim)  slowest  median  deployed"
+        "  batch/install  batch/slowest  phase/install"
+    ]
+    for f in figs:
+        d = f.deploy
+        if not d:
+            continue
+        out.append(
+            f"forks {f.forks:<8} {d['batch']:6.1f} {d['phase']:6.1f} {d['install']:13.1f}"
+            f" {d['slowest']:8.0f} {d['median']:7.0f} {d['deployed']:9.0f}"
+            f" {d['batch'] / d['install']:14.2f}x {d['batch'] / d['slowest']:13.2f}x"
+            f" {d['phase'] / d['install']:13.2f}x"
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="4 servers, 1 fault (CI smoke)")
+    parser.add_argument("--servers", type=int, help="rack size (default 64, quick 4)")
+    parser.add_argument("--faults", help="faulty servers: 10%% or a count (default 10%%, quick 1)")
+    parser.add_argument("--seed", type=int, default=7, help="rack seed (default 7)")
+    parser.add_argument(
+        "--forks", type=int, action="append", help="one fresh site.yml run per value (default 64)"
+    )
+    parser.add_argument(
+        "--deploy-forks",
+        type=int,
+        action="append",
+        default=[],
+        help="also a fresh run of the phases up to deploy (--tags " + DEPLOY_TAGS + ") per value:"
+        " the deploy figure at that forks without a second configure phase",
+    )
+    parser.add_argument("--no-rerun", action="store_true", help="skip the changed=0 rerun")
+    parser.add_argument("--cold-cache", action="store_true", help="empty the apt cache first")
+    parser.add_argument("--inventory", type=Path, default=Path("/tmp/racksmith-bench-site"))
+    parser.add_argument("--runs-root", type=Path, default=REPO / "runs")
+    args = parser.parse_args(argv)
+    servers = args.servers or (4 if args.quick else 64)
+    faults = args.faults or ("1" if args.quick else "10%")
+    forks_list = args.forks or [4 if args.quick else 64]
+    if os.geteuid() != 0:
+        print("bench_site: the lab needs root (bridge, netns, systemd-nspawn)", file=sys.stderr)
+        return 1
+
+    lab_dir = LAB["lab_dir"]
+    env = dict(
+        os.environ,
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        RACKSMITH_RACK=str(args.inventory / "rack.yml"),
+        RACKSMITH_LAB_DIR=str(lab_dir),
+        RACKSMITH_PROGRESS_INTERVAL="10",
+    )
+    for name in ("MAAS_URL", "MAAS_API_KEY", "RACKSMITH_BMC_USERNAME", "RACKSMITH_BMC_PASSWORD"):
+        env.pop(name, None)  # never another lab's credentials
+    bench = Bench(inventory=args.inventory, lab_dir=lab_dir, env=env)
+    if args.inventory.exists():
+        shutil.rmtree(args.inventory)  # the bench's own directory; regenerated every time
+    bench.racksmith(
+        "lab", "rack", "--servers", str(servers), "--faults", faults, "--seed", str(args.seed),
+        "--bridge", LAB["bridge"], "--prefix", LAB["prefix"],
+        "--bmc-base-port", str(LAB["bmc_base_port"]), "--maas-listen", LAB["maas_listen"],
+        "--inventory", str(args.inventory), "--lab-dir", str(lab_dir), quiet=True,
+    )  # fmt: skip
+    about = (args.inventory / "rack.yml").read_text().splitlines()[:2]
+    print(f"bench_site: {about[1][2:]}\n  {about[0][2:]}")
+    print(f"  machine: nproc {os.cpu_count()}, load {load()}; lab {lab_dir}, {LAB['bridge']}")
+
+    def stop(signum, frame):  # a TERM tears the lab down like Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    figs: list[Figures] = []
+    problems: list[str] = []
+    started = time.monotonic()
+    try:
+        if args.cold_cache:
+            bench.racksmith("lab", "down", check=False, quiet=True)
+            shutil.rmtree(paths.LabPaths(lab_dir).acng / "cache", ignore_errors=True)
+        for forks in args.deploy_forks:
+            up = bench.fresh()
+            print(f"\nlab up (fresh: no machines, no hosts) in {up:.1f} s")
+            figs.append(
+                measure(bench, f"deploy-f{forks}", forks, args.runs_root, True, tags=DEPLOY_TAGS)
+            )
+        for i, forks in enumerate(forks_list):
+            up = bench.fresh()
+            print(f"\nlab up (fresh: no machines, no hosts) in {up:.1f} s")
+            figs.append(measure(bench, f"first-f{forks}", forks, args.runs_root, True))
+            if i == 0 and not args.no_rerun:
+                figs.append(measure(bench, f"rerun-f{forks}", forks, args.runs_root, False))
+    except KeyboardInterrupt:
+        problems.append("interrupted")
+    except (RuntimeError, OSError, ValueError, cachestats.LogFormatError) as exc:
+        problems.append(f"could not measure: {exc}")
+    finally:
+        print("\ntearing the bench's lab down ...", flush=True)
+        out = bench.racksmith("lab", "down", check=False, quiet=True)
+        if "racksmith lab down:" in out:
+            print(out)
+            problems.append("lab down reported problems")
+
+    print(f"\nbench_site: {servers} servers, faults {faults}, seed {args.seed};"
+          f" nproc {os.cpu_count()}; total {time.monotonic() - started:.0f} s")  # fmt: skip
+    print("\n".join(table(figs)))
+    print()
+    print("\n".join(deploy_lines(figs)))
+    print(
+        "  batch: the deploy task (every server's deploy in flight at once); phase: the deploy"
+        " phase (batch + SSH/first-boot wait); install(sim): the MAAS simulator's install time"
+        " (600 MAAS s / clock speed); slowest/median: single deploys of the run, Deploying ->"
+        " Deployed from MAAS events (1 s steps)"
+    )
+    for f in figs:
+        if f.cache is not None:
+            print(f"\n{f.label}, configure phase only:")
+            print(cachestats.format_text(f.cache, "configure phase"))
+            if f.cache.upstream_bytes:
+                ratio = f.cache.served_bytes / f.cache.upstream_bytes
+                print(f"  served/upstream: {ratio:.1f}x")
+        for note in f.notes_ok + f.notes:
+            print(f"  note ({f.label}): {note}")
+        if f.check_rc != 0:
+            problems.append(f"{f.label}: check-run exit {f.check_rc}")
+        if f.label.startswith("rerun") and (f.changed or f.changed_report):
+            problems.append(
+                f"{f.label}: changed {f.changed} (recap) / {f.changed_report} (report) on"
+                f" {', '.join(f.changed_hosts[:8])}"
+            )
+        if f.notes:
+            problems.append(f"{f.label}: not measured ({'; '.join(f.notes)})")
+    for problem in problems:
+        print(f"FAILED: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
