@@ -1,0 +1,665 @@
+"""The GPU-host roles' Ubuntu 22.04 paths, exercised in check mode against Ubuntu facts (issue 10:
+"The Ubuntu paths are written from the vendors' documentation, exercised in check mode against
+Ubuntu facts").
+
+The lab is Debian 12, so nothing else runs these paths. This test runs the real
+``playbooks/configure.yml`` (every role, in its order, through ``apply_role.yml``) with
+``--check --diff`` on a local connection, for three HGX H200 hosts at once: two whose facts are
+Ubuntu 22.04 (``tests/fixtures/ubuntu-22.04/``; one runs a kernel the archive has precompiled
+NVIDIA modules for, one a kernel it has none for) and one whose facts are Debian 12
+(``tests/fixtures/debian-12/``), so that a wrong choice of vars files cannot pass unnoticed.
+
+What the roles would read from the host is pointed at fixtures, never at this machine:
+
+- facts: seeded into a jsonfile fact cache in the test's directory (gathering is ``smart``, so
+  the play's fact gathering keeps them);
+- the PCI bus: each role's ``<role>_sysfs_root`` points at a sysfs tree built from
+  ``pci-sysfs.txt`` (8 H200 GPUs, 4 NVSwitches, 8 ConnectX-7 InfiniBand, 2 ConnectX-7 Ethernet,
+  an ASPEED BMC display controller);
+- apt and dpkg: ``APT_CONFIG`` and ``DPKG_ADMINDIR`` point at an empty package database and at
+  a package list (``apt/``) holding only Canonical's precompiled modules for kernel
+  5.15.0-125-generic, so the host is "new" (nothing installed) whatever this machine has;
+- the repositories' signing keys: the site mirror variables point at ``file://`` copies;
+- the ZFS disk decision (``zfs_pool_create``, which reads ``lsblk``, ``/dev/disk/by-id`` and
+  ``zpool``) is left out with ``--skip-tags``: on a local connection it would judge this
+  machine's disks. It is unit-tested on a real server's data (tests/unit/roles/
+  test_zfs_disk_plan.py); here zfs_pool runs its preflight and must record nothing.
+
+Tasks marked ``check_mode: false`` really run on this machine: each of them only reads (the PCI
+probes read the fixture tree, ``apt-cache policy`` the fixture lists, ``findmnt`` this machine's
+mounts); none writes. Nothing is installed, and whether apt could resolve the Ubuntu packages is
+not checked (the package lists here are not Ubuntu's): the package installs fail in check mode
+and are ignored, and the test asserts exactly which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+FIXTURES = REPO / "tests" / "fixtures"
+UBUNTU = FIXTURES / "ubuntu-22.04"
+SYSTEM_PYTHON = "/usr/bin/python3"  # where python3-apt lives; the apt module respawns there
+
+PRECOMPILED_KERNEL = "5.15.0-125-generic"  # apt/lists has its precompiled modules
+NEWER_KERNEL = "5.15.0-126-generic"  # no precompiled modules in the lists: DKMS
+
+#: host -> (facts fixture, facts that differ from it)
+HOSTS = {
+    "hgx-jammy": ("ubuntu-22.04", {}),
+    "hgx-jammy-dkms": (
+        "ubuntu-22.04",
+        {"ansible_kernel": NEWER_KERNEL, "ansible_hostname": "hgx-h200-03"},
+    ),
+    "hgx-bookworm": ("debian-12", {}),
+}
+UBUNTU_HOSTS = ("hgx-jammy", "hgx-jammy-dkms")
+
+ROLES = [
+    "base",
+    "nvidia_driver",
+    "gdr",
+    "zfs_pool",
+    "container_runtime",
+    "dcgm",
+    "node_exporter",
+]
+
+#: the roles that read the PCI bus (through <role>_sysfs_root)
+PCI_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm")
+
+
+def _sysfs(root: Path) -> int:
+    """Build <root>/bus/pci/devices/<address>/{vendor,device,class} from the fixture."""
+    count = 0
+    for number, line in enumerate((UBUNTU / "pci-sysfs.txt").read_text().splitlines(), 1):
+        address, *fields = line.split()
+        attrs = dict(field.split("=", 1) for field in fields)
+        if set(attrs) != {"vendor", "device", "class"}:
+            raise ValueError(f"pci-sysfs.txt:{number}: expected vendor, device, class: {line!r}")
+        device = root / "bus" / "pci" / "devices" / address
+        if device.exists():
+            raise ValueError(f"pci-sysfs.txt:{number}: {address} is listed twice")
+        device.mkdir(parents=True)
+        for name, value in attrs.items():
+            (device / name).write_text(value + "\n")
+        count += 1
+    return count
+
+
+def _apt(root: Path) -> dict[str, str]:
+    """An apt and dpkg of their own: no package installed, lists from the fixture."""
+    dpkg = root / "dpkg"
+    for sub in ("updates", "info"):
+        (dpkg / sub).mkdir(parents=True)
+    for name in ("status", "available"):
+        (dpkg / name).write_text("")
+    for sub in ("cache", "parts", "preferences.d"):
+        (root / sub).mkdir()
+    conf = root / "apt.conf"
+    conf.write_text(
+        "\n".join(
+            f'{key} "{value}";'
+            for key, value in (
+                ("Dir::Etc::SourceList", UBUNTU / "apt" / "sources.list"),
+                ("Dir::Etc::SourceParts", root / "parts"),
+                ("Dir::Etc::Preferences", root / "preferences"),
+                ("Dir::Etc::PreferencesParts", root / "preferences.d"),
+                ("Dir::State::Lists", UBUNTU / "apt" / "lists"),
+                ("Dir::State::status", dpkg / "status"),
+                ("Dir::Cache", root / "cache"),
+                ("APT::Architecture", "amd64"),
+            )
+        )
+        + '\nAPT::Architectures { "amd64"; };\n'
+    )
+    return {"APT_CONFIG": str(conf), "DPKG_ADMINDIR": str(dpkg)}
+
+
+def _seed_facts(cache_dir: Path, env: dict[str, str]) -> None:
+    """Store each host's facts through Ansible's own fact cache (its on-disk format is Ansible's
+    business), marked gathered so that the play's smart gathering keeps them."""
+    facts = {}
+    for host, (fixture, changes) in HOSTS.items():
+        base = json.loads((FIXTURES / fixture / "facts.json").read_text())
+        facts[host] = {**base, **changes, "_ansible_facts_gathered": True}
+    seed = (
+        "import json, sys\n"
+        "from ansible import constants as C\n"
+        "from ansible.plugins.loader import cache_loader\n"
+        "cache = cache_loader.get(C.CACHE_PLUGIN)  # as ansible-playbook's VariableManager\n"
+        "for host, facts in json.load(sys.stdin).items():\n"
+        "    cache.set(host, facts)\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", seed],
+        input=json.dumps(facts), env=env, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    if len(list(cache_dir.iterdir())) != len(HOSTS):
+        raise RuntimeError(f"fact cache {cache_dir} holds {sorted(os.listdir(cache_dir))}")
+
+
+def _inventory(path: Path, sysfs: Path, mirror: Path) -> None:
+    site = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        # configure.yml says become: true; this process already has the user it has.
+        "ansible_become": False,
+        # the sysfs tree the PCI probes read
+        **{f"{role}_sysfs_root": str(sysfs) for role in PCI_ROLES},
+        # an air-gapped site's mirrors (here: local copies of the keys; nothing is fetched)
+        "container_runtime_toolkit_repo_mirror": f"file://{mirror}",
+        "container_runtime_toolkit_repo_key_url": f"file://{mirror}/libnvidia-container/gpgkey",
+        "dcgm_repo_mirror": f"file://{mirror}",
+        "dcgm_repo_key_url": f"file://{mirror}/cuda.pub",
+        "base_chrony_servers": ["ntp1.rack.example"],
+    }
+    path.write_text(
+        json.dumps({"maas_deployed": {"hosts": {host: {} for host in HOSTS}, "vars": site}})
+    )
+
+
+#: Every file the roles would write, remove or create on the host (their vars), and the live
+#: sysctls base would set: on a local connection that host is this machine, so the test
+#: records their state before and after the run (test_check_mode_wrote_nothing).
+WRITE_TARGETS = (
+    "/etc/ansible/facts.d",
+    "/etc/ansible/facts.d/racksmith_base.fact",
+    "/etc/apt/apt.conf.d/95racksmith-proxy",
+    "/etc/apt/keyrings",
+    "/etc/apt/keyrings/racksmith-cuda.asc",
+    "/etc/apt/keyrings/racksmith-nvidia-container-toolkit.asc",
+    "/etc/apt/preferences.d/racksmith-nvidia-driver",
+    "/etc/apt/sources.list.d/racksmith-cuda.list",
+    "/etc/apt/sources.list.d/racksmith-nvidia-container-toolkit.list",
+    "/etc/chrony/chrony.conf",
+    "/etc/dcgm-exporter/racksmith-counters.csv",
+    "/etc/default/chrony",
+    "/etc/default/grub.d/90-racksmith-gdr.cfg",
+    "/etc/default/prometheus-node-exporter",
+    "/etc/docker",
+    "/etc/docker/daemon.json",
+    "/etc/modprobe.d/racksmith-blacklist-nouveau.conf",
+    "/etc/sysctl.d/90-racksmith-base.conf",
+    "/etc/systemd/system/chrony.service.d/racksmith.conf",
+    "/etc/systemd/system/dcgm-exporter.service.d",
+    "/etc/systemd/system/dcgm-exporter.service.d/racksmith.conf",
+    "/etc/systemd/system/racksmith-disable-acs.service",
+    "/etc/systemd/system/racksmith-nvidia-peermem.service",
+    "/usr/local/sbin/racksmith-cpu-governor",
+    "/usr/local/sbin/racksmith-disable-acs",
+    "/var/lib/prometheus/node-exporter",
+)
+SYSCTLS = (
+    "kernel/numa_balancing",
+    "vm/swappiness",
+    "net/core/somaxconn",
+    "net/ipv4/tcp_mtu_probing",
+)
+
+
+def _snapshot() -> dict[str, object]:
+    """What this machine has at each write target (type, size, mtime) and its live sysctls."""
+    state: dict[str, object] = {}
+    for path in WRITE_TARGETS:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            state[path] = None
+        else:
+            state[path] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    for key in SYSCTLS:
+        proc = Path("/proc/sys") / key
+        state[str(proc)] = proc.read_text() if proc.exists() else None
+    return state
+
+
+@pytest.fixture(scope="module")
+def check_run(tmp_path_factory):
+    """One ansible-playbook --check --diff of configure.yml on the three hosts."""
+    if (
+        not Path(SYSTEM_PYTHON).exists()
+        or subprocess.run(
+            [SYSTEM_PYTHON, "-c", "import apt"], capture_output=True, check=False
+        ).returncode
+    ):
+        pytest.skip(f"the apt module's check mode needs python3-apt for {SYSTEM_PYTHON}")
+    if not shutil.which("apt-cache") or not shutil.which("dpkg"):
+        pytest.skip("needs apt-cache and dpkg (a Debian-family controller)")
+    if os.geteuid() != 0:
+        # get_url's check mode refuses a destination directory it could not write
+        # (/etc/apt/keyrings); check mode itself writes nothing (test_check_mode_wrote_nothing)
+        pytest.skip("the roles' check mode needs root (get_url checks /etc/apt/keyrings)")
+    tmp = tmp_path_factory.mktemp("ubuntu-check")
+    sysfs = tmp / "sys"
+    assert _sysfs(sysfs) == 50
+    mirror = tmp / "mirror"
+    (mirror / "libnvidia-container").mkdir(parents=True)
+    for key in (mirror / "libnvidia-container" / "gpgkey", mirror / "cuda.pub"):
+        key.write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\n(test: never imported)\n")
+    (tmp / "apt").mkdir()
+    cache = tmp / "facts"
+    cache.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "APT_", "DPKG_"))}
+    env.update(
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_CACHE_PLUGIN="jsonfile",
+        ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache),
+        ANSIBLE_GATHERING="smart",
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+        # no run report: the JSON document is the only output (naming the stdout callback
+        # is how to enable nothing else; an empty list is refused)
+        ANSIBLE_CALLBACKS_ENABLED="ansible.posix.json",
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        ANSIBLE_REMOTE_TMP=str(tmp / "module-tmp"),  # the local connection's module files
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORKS="3",
+        RACKSMITH_RUN_DIR=str(tmp / "run"),
+        **_apt(tmp / "apt"),
+    )
+    _seed_facts(cache, env)
+    inventory = tmp / "inventory.json"
+    _inventory(inventory, sysfs, mirror)
+    before = _snapshot()
+    done = subprocess.run(
+        [PLAYBOOK, str(REPO / "playbooks" / "configure.yml"), "-i", str(inventory),
+         "--check", "--diff", "--skip-tags", "zfs_pool_create"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    return Run(json.loads(done.stdout), sysfs, before, _snapshot())
+
+
+class Run:
+    """The JSON document of the run, by host: (role, task name, result) in the order run."""
+
+    def __init__(self, document: dict, sysfs: Path, before: dict, after: dict) -> None:
+        self.stats = document["stats"]
+        self.sysfs = sysfs
+        self.before, self.after = before, after
+        self.tasks: dict[str, list[tuple[str, str, dict]]] = {host: [] for host in HOSTS}
+        for play in document["plays"]:
+            for task in play["tasks"]:
+                role, _, name = task["task"]["name"].rpartition(" : ")
+                for host, result in task["hosts"].items():
+                    self.tasks[host].append((role.removeprefix("racksmith.core."), name, result))
+
+    def result(self, host: str, role: str, name: str) -> dict:
+        found = [r for ro, n, r in self.tasks[host] if ro == role and n == name]
+        assert len(found) == 1, f"{host}: {role} : {name} ran {len(found)} times"
+        return found[0]
+
+    def fact(self, host: str, role: str, name: str, key: str):
+        return self.result(host, role, name)["ansible_facts"][key]
+
+    def failed(self, host: str) -> dict[tuple[str, str], dict]:
+        return {(ro, n): r for ro, n, r in self.tasks[host] if r.get("failed")}
+
+
+ASK_PRECOMPILED = "Driver | Ask the archive for precompiled modules for the running kernel"
+OS_VARS = "Preflight | Load the OS-specific values"
+PROBE = "Preflight | Look for"  # each role's PCI probe
+
+
+def _requested(result: dict) -> list[str]:
+    """The package names (with version pins) an apt or dpkg_selections task asked for."""
+    if result.get("results"):
+        return [item["item"] for item in result["results"]]
+    name = result["invocation"]["module_args"]["name"]
+    return name if isinstance(name, list) else [name]
+
+
+#: (role, task) of the package installs that fail in check mode on a new host (the package lists
+#: do not have them: the real run installs them) and are ignored there, with what each asked
+#: for. Ubuntu's precompiled host first; the others differ only where EXPECTED_BY_HOST says.
+INSTALLS = {
+    ("base", "Time | Install chrony"): ["chrony"],
+    ("nvidia_driver", "Driver | Install the driver"): [
+        "nvidia-headless-no-dkms-535-server",
+        "nvidia-utils-535-server",
+        "libnvidia-compute-535-server",
+        f"linux-modules-nvidia-535-server-{PRECOMPILED_KERNEL}",
+    ],
+    ("nvidia_driver", "Fabric manager | Install the version matching the driver exactly"): [
+        "nvidia-fabricmanager-535=535.216.03-*"
+    ],
+    ("gdr", "GDR | Install the inbox RDMA stack"): ["rdma-core", "ibverbs-utils"],
+    ("container_runtime", "Docker | Install Docker at the pinned version"): [
+        "docker.io=24.0.7-0ubuntu2~22.04.1"
+    ],
+    ("container_runtime", "Toolkit | Install the toolkit at the pinned version"): [
+        "nvidia-container-toolkit=1.17.8-1",
+        "nvidia-container-toolkit-base=1.17.8-1",
+    ],
+    ("dcgm", "Install | Install DCGM at the pinned versions"): [
+        "datacenter-gpu-manager=1:3.3.9",
+        "dcgm-exporter=3.3.9-3.6.1",
+    ],
+    ("node_exporter", "Install | Install the node exporter package"): ["prometheus-node-exporter"],
+}
+#: the holds that follow them (dpkg knows no such package yet: ignored in check mode)
+HOLDS = {
+    ("nvidia_driver", "Driver | Hold every driver package"): INSTALLS[
+        ("nvidia_driver", "Driver | Install the driver")
+    ],
+    ("nvidia_driver", "Fabric manager | Hold it with the driver"): ["nvidia-fabricmanager-535"],
+    ("container_runtime", "Docker | Hold Docker"): ["docker.io"],
+    ("container_runtime", "Toolkit | Hold the toolkit"): [
+        "nvidia-container-toolkit",
+        "nvidia-container-toolkit-base",
+    ],
+    ("dcgm", "Install | Hold the packages (DCGM must not move under a running fleet)"): [
+        "datacenter-gpu-manager",
+        "dcgm-exporter",
+    ],
+    ("node_exporter", "Install | Hold the package"): ["prometheus-node-exporter"],
+}
+UBUNTU_DKMS_DRIVER = [
+    "nvidia-headless-no-dkms-535-server",
+    "nvidia-utils-535-server",
+    "libnvidia-compute-535-server",
+    "nvidia-dkms-535-server",
+    f"linux-headers-{NEWER_KERNEL}",
+]
+DEBIAN_DRIVER = [
+    "nvidia-tesla-535-smi",
+    "libnvidia-tesla-535-cuda1",
+    "libnvidia-tesla-535-ml1",
+    "nvidia-tesla-535-kernel-dkms",
+    "linux-headers-6.1.0-28-amd64",
+    "nvidia-persistenced",
+]
+DRIVER = {
+    "hgx-jammy": INSTALLS[("nvidia_driver", "Driver | Install the driver")],
+    "hgx-jammy-dkms": UBUNTU_DKMS_DRIVER,
+    "hgx-bookworm": DEBIAN_DRIVER,
+}
+DOCKER = {
+    "hgx-jammy": "24.0.7-0ubuntu2~22.04.1",
+    "hgx-jammy-dkms": "24.0.7-0ubuntu2~22.04.1",
+    "hgx-bookworm": "20.10.24+dfsg1-1+deb12u1+b6",
+}
+#: service tasks (ignore_errors in check mode): whether they fail depends on this machine's
+#: systemd (no systemd, or no such unit yet), so they may fail, and nothing else may
+SERVICES = {
+    ("base", "Time | Enable and start chrony"),
+    ("base", "CPU | Enable the governor at boot"),  # only where this machine has cpufreq
+    ("nvidia_driver", "Driver | Run the persistence daemon"),
+    ("nvidia_driver", "Fabric manager | Run it now and at boot"),
+    ("gdr", "GDR | Run the units now and at boot"),
+    ("container_runtime", "Service | Run Docker now and at boot"),
+    ("dcgm", "Configure | Run the host engine now and at boot"),
+    ("dcgm", "Configure | Run the exporter now and at boot"),
+    ("node_exporter", "Configure | Start the exporter now and at boot"),
+}
+
+
+def _expected_installs(host: str) -> dict[tuple[str, str], list[str]]:
+    installs = {**INSTALLS, ("nvidia_driver", "Driver | Install the driver"): DRIVER[host]}
+    installs[("container_runtime", "Docker | Install Docker at the pinned version")] = [
+        f"docker.io={DOCKER[host]}"
+    ]
+    return installs
+
+
+def _expected_holds(host: str) -> dict[tuple[str, str], list[str]]:
+    holds = dict(HOLDS)
+    holds[("nvidia_driver", "Driver | Hold every driver package")] = [
+        p for p in DRIVER[host] if not p.startswith("linux-headers")
+    ]
+    return holds
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_every_role_runs_and_only_check_mode_installs_fail(check_run, host):
+    stats = check_run.stats[host]
+    assert (stats["failures"], stats["rescued"], stats["unreachable"]) == (0, 0, 0), stats
+    # every role of configure.yml ran its preflight on this host, in configure.yml's order
+    order = [role for role, name, _ in check_run.tasks[host] if name.startswith("Validating")]
+    assert order == ROLES
+    failed = check_run.failed(host)
+    assert stats["ignored"] == len(failed), "a failure that was not ignored"
+    installs = {key: _requested(r) for key, r in failed.items() if r["action"].endswith(".apt")}
+    holds = {
+        key: _requested(r) for key, r in failed.items() if r["action"].endswith("dpkg_selections")
+    }
+    assert installs == _expected_installs(host)
+    assert holds == _expected_holds(host)
+    for key, result in failed.items():
+        if key in installs:
+            assert result["msg"].startswith("No package matching "), (key, result["msg"])
+    others = set(failed) - set(installs) - set(holds)
+    assert others <= SERVICES, others
+
+
+#: the vars file each role chose: Ubuntu's where racksmith has one (node_exporter has none:
+#: Debian's packaging is Ubuntu's), Debian 12's on the Debian host
+VARS_FILES = {
+    "ubuntu": {
+        "nvidia_driver": "Ubuntu-22.yml",
+        "gdr": "Ubuntu.yml",
+        "zfs_pool": "Ubuntu.yml",
+        "container_runtime": "Ubuntu-22.yml",
+        "dcgm": "Ubuntu-22.yml",
+        "node_exporter": "Debian.yml",
+    },
+    "debian": {
+        "nvidia_driver": "Debian-12.yml",
+        "gdr": "Debian.yml",
+        "zfs_pool": "Debian.yml",
+        "container_runtime": "Debian-12.yml",
+        "dcgm": "Debian-12.yml",
+        "node_exporter": "Debian.yml",
+    },
+}
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_each_role_chose_its_os_vars(check_run, host):
+    os_name = "ubuntu" if host in UBUNTU_HOSTS else "debian"
+    chosen = {}
+    for role in VARS_FILES[os_name]:
+        result = check_run.result(host, role, OS_VARS)
+        (path,) = result["ansible_included_var_files"]
+        assert Path(path).parent.parts[-2:] == (role, "vars")
+        chosen[role] = Path(path).name
+    assert chosen == VARS_FILES[os_name]
+
+
+def test_driver_precompiled_modules_for_a_kernel_the_archive_has(check_run):
+    probe = check_run.result("hgx-jammy", "nvidia_driver", ASK_PRECOMPILED)
+    assert probe["cmd"] == [
+        "apt-cache", "policy", f"linux-modules-nvidia-535-server-{PRECOMPILED_KERNEL}",
+    ]  # fmt: skip
+    assert "Candidate: 5.15.0-125.135" in probe["stdout"]
+    choice = "Driver | Choose precompiled modules or DKMS"
+    assert check_run.fact("hgx-jammy", "nvidia_driver", choice, "_nvidia_driver_modules") == (
+        "precompiled"
+    )
+    assert (
+        check_run.fact("hgx-jammy", "nvidia_driver", choice, "_nvidia_driver_packages")
+        == (DRIVER["hgx-jammy"])
+    )
+
+
+def test_driver_dkms_for_a_kernel_without_precompiled_modules(check_run):
+    probe = check_run.result("hgx-jammy-dkms", "nvidia_driver", ASK_PRECOMPILED)
+    assert probe["cmd"][-1] == f"linux-modules-nvidia-535-server-{NEWER_KERNEL}"
+    assert "Candidate" not in probe["stdout"]
+    choice = "Driver | Choose precompiled modules or DKMS"
+    for host, packages in (("hgx-jammy-dkms", UBUNTU_DKMS_DRIVER), ("hgx-bookworm", DEBIAN_DRIVER)):
+        assert check_run.fact(host, "nvidia_driver", choice, "_nvidia_driver_modules") == "dkms"
+        assert check_run.fact(host, "nvidia_driver", choice, "_nvidia_driver_packages") == packages
+    # Debian has no precompiled modules: the archive is not even asked
+    assert check_run.result("hgx-bookworm", "nvidia_driver", ASK_PRECOMPILED).get("skipped")
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_what_the_pci_bus_says_applies(check_run, host):
+    """8 GPUs (the ASPEED BMC display is no NVIDIA GPU), 4 NVSwitches, ConnectX-7: the driver,
+    fabric manager, GDR, the toolkit and DCGM all apply, and nothing is skipped."""
+    decide = "Preflight | Decide what applies here"
+    assert check_run.fact(host, "nvidia_driver", decide, "_nvidia_driver_gpus") == 8
+    assert check_run.fact(host, "nvidia_driver", decide, "_nvidia_driver_nvswitches") == 4
+    applies = "Preflight | Decide whether the driver and fabric manager apply"
+    assert check_run.fact(host, "nvidia_driver", applies, "_nvidia_driver_fm_applies") is True
+    gdr = check_run.result(host, "gdr", "Preflight | Decide whether GPUDirect RDMA applies here")
+    assert gdr["ansible_facts"]["_gdr_skip_reason"] == ""
+    assert check_run.fact(
+        host, "container_runtime", "Preflight | Decide whether the toolkit applies here",
+        "_container_runtime_toolkit_applies",
+    ) is True  # fmt: skip
+    dcgm = check_run.result(host, "dcgm", "Preflight | Decide whether DCGM applies here")
+    assert dcgm["ansible_facts"]["_dcgm_gpus"] == 8
+    # every probe read the fixture tree, not this machine's /sys
+    for role in PCI_ROLES:
+        (probe,) = [r for ro, n, r in check_run.tasks[host] if ro == role and n.startswith(PROBE)]
+        assert f"for d in {check_run.sysfs}/bus/pci/devices/*;" in probe["cmd"][-1]
+        assert len(probe["stdout_lines"]) == 50
+    assert [r["racksmith_skip"] for _, _, r in check_run.tasks[host] if "racksmith_skip" in r] == []
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_gdr_module_and_fabric_manager_names(check_run, host):
+    module = "nvidia-peermem" if host in UBUNTU_HOSTS else "nvidia-tesla-535-peermem"
+    gdr = check_run.result(host, "gdr", "Preflight | Decide whether GPUDirect RDMA applies here")
+    assert gdr["ansible_facts"]["_gdr_module_sysfs"] == f"/sys/module/{module.replace('-', '_')}"
+    unit = check_run.result(
+        host, "gdr", "GDR | Load the peer-memory module after the RDMA stack, at every boot"
+    )["diff"][0]["after"]
+    assert f"ExecStart=/sbin/modprobe {module}\n" in unit
+    assert "After=rdma-load-modules@infiniband.service nvidia-persistenced.service" in unit
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_repositories_follow_the_os(check_run, host):
+    release = "ubuntu2204" if host in UBUNTU_HOSTS else "debian12"
+    source = check_run.result(
+        host, "dcgm", "Repo | Add the repository, trusted for its own key only (signed-by)"
+    )["diff"][0]
+    assert source["after_header"] == "/etc/apt/sources.list.d/racksmith-cuda.list"
+    assert (
+        "deb [signed-by=/etc/apt/keyrings/racksmith-cuda.asc] "
+        f"file://{check_run.sysfs.parent}/mirror/compute/cuda/repos/{release}/x86_64/ /"
+    ) in source["after"]
+    pin = check_run.fact(
+        host, "container_runtime", "Preflight | Resolve versions and the repository location",
+        "_container_runtime_docker_pin",
+    )  # fmt: skip
+    assert pin == DOCKER[host]
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_zfs_pool_decides_nothing_here(check_run, host):
+    """The disk decision reads lsblk, /dev/disk/by-id and zpool on the host, which here is this
+    machine: it is left out (--skip-tags zfs_pool_create; unit-tested on a real server's data).
+    What runs: the preflight (bare metal, so no skip) and the Ubuntu or Debian package list; the
+    local fact is not written, since nothing was decided."""
+    # as the vars file has them (templated when the pool part installs them)
+    packages = check_run.fact(host, "zfs_pool", OS_VARS, "_zfs_pool_packages")
+    assert packages == (
+        ["zfsutils-linux"] if host in UBUNTU_HOSTS
+        else ["linux-headers-{{ ansible_facts.kernel }}", "zfs-dkms", "zfsutils-linux"]
+    )  # fmt: skip
+    decide = "Preflight | Decide whether the pool can be built here"
+    assert check_run.fact(host, "zfs_pool", decide, "_zfs_pool_skip_reason") == ""
+    names = [name for role, name, _ in check_run.tasks[host] if role == "zfs_pool"]
+    assert not [name for name in names if name.startswith("Pool |")]
+    assert check_run.result(host, "zfs_pool", "Facts | Record what the role did").get("skipped")
+
+
+def test_check_mode_wrote_nothing(check_run):
+    """Every file task's target is one the test watched, and none of them (nor a live sysctl)
+    changed on this machine: check mode wrote nothing."""
+    targets = set()
+    for tasks in check_run.tasks.values():
+        for _, _, result in tasks:
+            for each in result.get("results") or [result]:
+                if each.get("skipped") or result["action"].endswith(".stat"):
+                    continue
+                args = each.get("invocation", {}).get("module_args", {})
+                targets |= {args[k] for k in ("dest", "path", "sysctl_file") if args.get(k)}
+    assert targets <= set(WRITE_TARGETS), sorted(targets - set(WRITE_TARGETS))
+    assert check_run.after == check_run.before
+
+
+#: Every task of the seven roles that runs for real in check mode (check_mode: false), and why
+#: it cannot write. A new one fails test_every_check_mode_false_task_is_audited until it is
+#: read and listed here.
+READ_ONLY_IN_CHECK_MODE = {
+    ("base", "sysctl.yml", "Sysctl | Probe which settings this container may change"): (
+        "[ -w /proc/sys/KEY ] per key; only in a container (not these hosts)"
+    ),
+    ("base", "governor.yml", "CPU | Read the current governors"): (
+        "racksmith-cpu-governor --check only reports; skipped while the script is absent"
+    ),
+    (
+        "nvidia_driver",
+        "preflight.yml",
+        "Preflight | Look for NVIDIA GPUs and NVSwitches on the PCI bus",
+    ): ("cat of vendor/class under nvidia_driver_sysfs_root (here the fixture tree)"),
+    ("nvidia_driver", "driver.yml", ASK_PRECOMPILED): "apt-cache policy (here APT_CONFIG's lists)",
+    ("gdr", "preflight.yml", "Preflight | Look for NVIDIA GPUs and RDMA NICs on the PCI bus"): (
+        "cat under gdr_sysfs_root (the fixture tree)"
+    ),
+    ("zfs_pool", "pool.yml", "Pool | Let udev finish creating /dev/disk/by-id links"): (
+        "udevadm settle waits; not run here (--skip-tags zfs_pool_create)"
+    ),
+    ("zfs_pool", "pool.yml", "Pool | List block devices"): "lsblk; not run here",
+    ("zfs_pool", "pool.yml", "Pool | List /dev/disk/by-id links"): "find -printf; not run here",
+    ("zfs_pool", "pool.yml", "Pool | List imported pools"): "zpool list; not run here",
+    ("zfs_pool", "pool.yml", "Pool | List pools available for import"): (
+        "zpool import without a pool name only lists; not run here"
+    ),
+    (
+        "container_runtime",
+        "preflight.yml",
+        "Preflight | Find the filesystem under Docker's data root",
+    ): ("dirname loop and findmnt: reads this machine's mount table"),
+    ("container_runtime", "preflight.yml", "Preflight | Look for NVIDIA GPUs on the PCI bus"): (
+        "cat under container_runtime_sysfs_root (the fixture tree)"
+    ),
+    (
+        "container_runtime",
+        "toolkit.yml",
+        "Toolkit | Ask apt whether it knows the toolkit (an earlier refresh may have failed)",
+    ): ("apt-cache policy (APT_CONFIG's lists)"),
+    ("dcgm", "preflight.yml", "Preflight | Look for NVIDIA GPUs on the PCI bus"): (
+        "cat under dcgm_sysfs_root (the fixture tree)"
+    ),
+    (
+        "dcgm",
+        "repo.yml",
+        "Repo | Ask apt whether it knows DCGM (an earlier refresh may have failed)",
+    ): ("apt-cache policy (APT_CONFIG's lists)"),
+}
+
+
+def _tasks(items: list) -> list[dict]:
+    """Tasks of a task file, those inside blocks included."""
+    found = []
+    for item in items or []:
+        found.append(item)
+        for key in ("block", "rescue", "always"):
+            found += _tasks(item.get(key, []))
+    return found
+
+
+def test_every_check_mode_false_task_is_audited():
+    found = set()
+    for role in ROLES:
+        for kind in ("tasks", "handlers"):
+            for path in sorted((REPO / "roles" / role / kind).glob("*.yml")):
+                for task in _tasks(yaml.safe_load(path.read_text())):
+                    if task.get("check_mode") is False:
+                        found.add((role, path.name, task["name"]))
+    assert found == set(READ_ONLY_IN_CHECK_MODE)
