@@ -10,7 +10,6 @@ checkout in a temporary tree) and, for the guard, a ``racksmith`` that cannot be
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import subprocess
@@ -34,6 +33,7 @@ from racksmith.lab.maassim.clock import SimClock
 from racksmith.lab.maassim.server import running
 from racksmith.lab.maassim.state import Store
 from racksmith.lab.spec import Server
+from racksmith.testing.plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 #: Action plugins; a module of the same name is their documentation only (as for
@@ -52,11 +52,7 @@ FQCN = "racksmith.core"
 
 def _module_utils():
     """plugins/module_utils/racksmith_common.py, loaded from its file (it needs only ansible)."""
-    path = REPO / "plugins" / "module_utils" / "racksmith_common.py"
-    spec = importlib.util.spec_from_file_location("racksmith_common", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin("plugins/module_utils/racksmith_common.py")
 
 
 MACHINE_DIFF_KEYS = _module_utils().MACHINE_DIFF_KEYS

@@ -4,7 +4,6 @@ spec, the doc fragment, the CLI and the inventory plugin."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import yaml
@@ -12,15 +11,12 @@ import yaml
 from racksmith.maas import cli, options
 from racksmith.maas.ansible import CONNECTION_ARGS, SELECTOR_ARGS, WAIT_ARGS
 from racksmith.optionspec import doc_fragment, doc_options
+from racksmith.testing.plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_load = load_plugin
 
 
 def test_doc_fragments_are_the_generated_text():

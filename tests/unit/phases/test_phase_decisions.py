@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from racksmith.macs import normalize_mac, require_mac
 from racksmith.phases.discover import clock_problem, hardware_problems
 from racksmith.phases.preflight import duplicate_identities, mac_mismatches
+from racksmith.testing.plugins import plugin_filters
 
 H200 = {"gpus": 8, "gpu_model": "NVIDIA H200"}
 
@@ -161,11 +159,7 @@ def test_require_mac_names_the_input():
 
 
 def _filters():
-    path = Path(__file__).resolve().parents[3] / "plugins" / "filter" / "phases.py"
-    spec = importlib.util.spec_from_file_location("racksmith_phase_filters", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.FilterModule().filters()
+    return plugin_filters("plugins/filter/phases.py")
 
 
 def test_filter_plugin_exposes_the_library_functions():

@@ -5,7 +5,6 @@ default and choice (they once had three different deadline defaults)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import yaml
@@ -14,15 +13,12 @@ from racksmith.optionspec import doc_fragment, doc_options
 from racksmith.redfish import cli, options
 from racksmith.redfish.ansible_support import COMMON_ARGUMENTS
 from racksmith.redfish.discover import DiscoveryOptions
+from racksmith.testing.plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _load(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_load = load_plugin
 
 
 def test_doc_fragment_is_the_generated_text():

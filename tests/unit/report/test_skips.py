@@ -5,7 +5,6 @@ tests/integration/report/test_role_skips.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ from racksmith.report.html import render_html
 from racksmith.report.model import SKIP_KEY, WHOLE_ROLE, RunReport, Skip, skips_of
 from racksmith.report.prom import render_prom
 from racksmith.report.publish import load_run, publish
+from racksmith.testing.plugins import load_plugin
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -82,10 +82,7 @@ def test_a_malformed_announcement_is_an_error_naming_what_is_wrong(announced, me
 
 
 def test_the_action_plugin_and_the_report_agree_on_the_key():
-    path = REPO / "plugins" / "action" / "role_skip.py"
-    spec = importlib.util.spec_from_file_location("role_skip_action", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_plugin("plugins/action/role_skip.py")
     assert (module.SKIP_KEY, module.WHOLE_ROLE) == (SKIP_KEY, WHOLE_ROLE)
 
 

@@ -3,13 +3,11 @@ racksmith.core.docker_storage_driver, used by role container_runtime)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from racksmith.containers import storage_driver
+from racksmith.testing.plugins import plugin_filters
 
 
 @pytest.mark.parametrize("wanted", ["overlay2", "", "fuse-overlayfs"])
@@ -38,11 +36,7 @@ def test_an_unknown_filesystem_is_an_error_not_a_guess():
 
 
 def test_filter_returns_a_dict_and_names_itself_on_error():
-    path = Path(__file__).resolve().parents[3] / "plugins" / "filter" / "containers.py"
-    spec = importlib.util.spec_from_file_location("racksmith_container_filters", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    flt = module.FilterModule().filters()["docker_storage_driver"]
+    flt = plugin_filters("plugins/filter/containers.py")["docker_storage_driver"]
     assert flt("overlay2", "zfs")["driver"] == "zfs"
     assert flt("overlay2", "ext4") == {"driver": "overlay2", "reason": ""}
     with pytest.raises(AnsibleFilterError, match=r"docker_storage_driver: .*empty"):

@@ -5,7 +5,6 @@ lsblk and /dev/disk/by-id data of a Dell XE9680: OS on a BOSS-N1 RAID1 virtual d
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import random
@@ -18,6 +17,7 @@ from ansible.errors import AnsibleFilterError
 
 from racksmith import disks
 from racksmith.disks import DiskPlanError, parse_by_id, parse_zpool_import, plan
+from racksmith.testing.plugins import plugin_filters
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LSBLK = json.loads((FIXTURES / "xe9680-lsblk.json").read_text())
@@ -231,11 +231,7 @@ def test_bad_host_outputs_fail_closed():
 
 
 def test_filter_takes_the_raw_outputs_the_role_registers():
-    path = Path(__file__).resolve().parents[3] / "plugins" / "filter" / "disks.py"
-    spec = importlib.util.spec_from_file_location("racksmith_disk_filters", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    zfs_disk_plan = module.FilterModule().filters()["zfs_disk_plan"]
+    zfs_disk_plan = plugin_filters("plugins/filter/disks.py")["zfs_disk_plan"]
     result = zfs_disk_plan(json.dumps(LSBLK), BY_ID_TEXT, "data", level="raidz1",
                            importable="no pools available to import\n", imported="")  # fmt: skip
     assert result["action"] == "create"
