@@ -27,6 +27,7 @@ import os
 import random
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -45,6 +46,7 @@ QEMU = "qemu-system-x86_64"
 SSH_USER = "ubuntu"
 BOOT_TIMEOUT = 600.0  # TCG boot: ~20 s idle, 80-300 s+ measured when the 2 cores are busy
 POWEROFF_WAIT = 30.0
+SSH_CONNECT_TIMEOUT = 20  # seconds, banner exchange included
 OS_DISK_SIZE = 4 << 30  # sparse; the image tree plus room for the roles' packages
 MAX_NAME = 12  # the tap is ``tv-NAME`` and interface names have at most 15 characters
 SEED_ENV = "RACKSMITH_VM_SEED"
@@ -264,6 +266,14 @@ def qemu_argv(spec: VmSpec, *, kernel: Path, initrd: Path, cmdline: str) -> list
     return argv
 
 
+def ssh_argv(key: Path, ip: str, *command: str) -> list[str]:
+    """ssh to a VM as ``ubuntu``: the lab hosts' options, but a longer connect timeout (it
+    covers the banner exchange, which an emulated guest on a busy machine can take seconds
+    for; ssh keeps the first value given for an option)."""
+    return ["ssh", "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT}",
+            *hosts.ssh_argv(key, ip, *command, user=SSH_USER)[1:]]  # fmt: skip
+
+
 def describe(spec: VmSpec, lab: paths.LabPaths, *, pid: int | None, boot_seconds: float | None):
     """The ``--json`` object of ``vm up`` (and one entry of ``vm list --json``)."""
     files = _Files(lab, spec.name)
@@ -400,6 +410,13 @@ def up(
         _teardown(files, saved_spec(lab, name))  # whatever a crashed run left under this name
         files.dir.mkdir(parents=True)
         files.spec.write_text(spec.to_json())
+        replay = f" (seed {used_seed}: {SEED_ENV}={used_seed} replays it)" if used_seed else ""
+        print(
+            f"[lab] VM {name}: OS disk at position {position} of {len(disks) + 1}{replay};"
+            f" booting under TCG (console {files.console})",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             return _boot(lab, rack, spec, built, files, boot_timeout)
         except BaseException:
@@ -412,7 +429,7 @@ def _env_seed() -> str | None:
 
 
 def _require_tool(tool: str) -> None:
-    if subprocess.run(["which", tool], capture_output=True, check=False).returncode != 0:
+    if shutil.which(tool) is None:
         raise LabError(f"`{tool}` is not installed; run scripts/setup.sh (or `make setup`)")
 
 
@@ -506,7 +523,7 @@ def _run(argv: list[str], *, stdin: bytes | None = None) -> None:
 
 def _wait_for_ssh(lab: paths.LabPaths, spec: VmSpec, files: _Files, *, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    argv = hosts.ssh_argv(lab.ssh_key, spec.ip, "true", user=SSH_USER)
+    argv = ssh_argv(lab.ssh_key, spec.ip, "true")
     while time.monotonic() < deadline:
         if running(files.pidfile) is None:
             raise LabError(
@@ -514,7 +531,7 @@ def _wait_for_ssh(lab: paths.LabPaths, spec: VmSpec, files: _Files, *, timeout: 
                 f"{log_tail(files.console)}"
             )
         try:
-            done = subprocess.run(argv, capture_output=True, check=False, timeout=30)
+            done = subprocess.run(argv, capture_output=True, check=False, timeout=60)
         except subprocess.TimeoutExpired:
             continue
         if done.returncode == 0:
@@ -541,9 +558,9 @@ def down(lab: paths.LabPaths, name: str) -> bool:
         spec = saved_spec(lab, name)
         record = running(files.pidfile)
         if record is not None and spec is not None:
-            poweroff = hosts.ssh_argv(lab.ssh_key, spec.ip, "sudo", "systemctl", "poweroff")
+            poweroff = ssh_argv(lab.ssh_key, spec.ip, "sudo", "systemctl", "poweroff")
             try:
-                subprocess.run(poweroff, capture_output=True, check=False, timeout=15)
+                subprocess.run(poweroff, capture_output=True, check=False, timeout=30)
             except subprocess.TimeoutExpired:
                 pass
             deadline = time.monotonic() + POWEROFF_WAIT

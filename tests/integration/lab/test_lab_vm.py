@@ -45,8 +45,8 @@ def racksmith(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 def on_vm(command: str, check: bool = True) -> str:
     """A command on the VM as ``ubuntu`` over SSH with the lab key, as Ansible connects."""
-    argv = hosts.ssh_argv(paths.LabPaths(LAB_DIR).ssh_key, IP, command)
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    argv = vm.ssh_argv(paths.LabPaths(LAB_DIR).ssh_key, IP, command)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
     if check and done.returncode != 0:
         pytest.fail(f"ssh {IP} {command!r} failed ({done.returncode}): {done.stderr}")
     return done.stdout.strip()
@@ -110,8 +110,8 @@ def test_data_disks_appear_by_serial_and_the_gpt_one_is_partitioned(booted):
         listing
     )
     assert "virtio-rs-a-part1" not in listing
-    table = on_vm("sudo sfdisk --dump /dev/disk/by-id/virtio-rs-b")
-    assert "label: gpt" in table
+    assert on_vm("lsblk -dno PTTYPE /dev/disk/by-id/virtio-rs-b") == "gpt"
+    assert on_vm("lsblk -dno PTTYPE /dev/disk/by-id/virtio-rs-a") == ""
     assert on_vm("lsblk -bdno SIZE /dev/disk/by-id/virtio-rs-b") == str(512 << 20)
 
 

@@ -216,3 +216,10 @@ def test_cli_bad_input_exits_2(args, fragment, tmp_path):
     assert fragment in done.stderr
     assert done.stdout == ""
     assert not (tmp_path / "lab").exists()
+
+
+def test_ssh_to_a_vm_waits_longer_for_the_banner_than_to_a_host():
+    argv = vm.ssh_argv(Path("/lab/keys/id_ed25519"), "192.168.243.200", "true")
+    timeouts = [a for a in argv if a.startswith("ConnectTimeout=")]
+    assert timeouts[0] == f"ConnectTimeout={vm.SSH_CONNECT_TIMEOUT}"  # ssh keeps the first
+    assert argv[-2:] == ["ubuntu@192.168.243.200", "true"]
