@@ -4,10 +4,13 @@ Ubuntu facts").
 
 The lab is Debian 12, so nothing else runs these paths. This test runs the real
 ``playbooks/configure.yml`` (every role, in its order, through ``apply_role.yml``) with
-``--check --diff`` on a local connection, for three HGX H200 hosts at once: two whose facts are
-Ubuntu 22.04 (``tests/fixtures/ubuntu-22.04/``; one runs a kernel the archive has precompiled
-NVIDIA modules for, one a kernel it has none for) and one whose facts are Debian 12
-(``tests/fixtures/debian-12/``), so that a wrong choice of vars files cannot pass unnoticed.
+``--check --diff`` on a local connection, for three HGX H200 hosts at once: ``hgx-jammy``
+(Ubuntu 22.04 facts, ``tests/fixtures/ubuntu-22.04/``, a kernel the archive has precompiled NVIDIA
+modules for), ``hgx-bookworm`` (Debian 12 facts, ``tests/fixtures/debian-12/``, so that a wrong
+choice of vars files cannot pass unnoticed), both with every role, and ``hgx-jammy-dkms`` (Ubuntu,
+a kernel without precompiled modules), with the driver role only (configure.yml's
+``racksmith_configure_roles``). One run, about 110 s of CPU; it needs root, as the roles' check
+mode does (get_url checks that it could write /etc/apt/keyrings), and python3-apt.
 
 What the roles would read from the host is pointed at fixtures, never at this machine:
 
@@ -58,7 +61,14 @@ HOSTS = {
     "hgx-jammy": ("ubuntu-22.04", {}),
     "hgx-jammy-dkms": (
         "ubuntu-22.04",
-        {"ansible_kernel": NEWER_KERNEL, "ansible_hostname": "hgx-h200-03"},
+        {
+            "ansible_kernel": NEWER_KERNEL,
+            "ansible_cmdline": {"BOOT_IMAGE": f"/boot/vmlinuz-{NEWER_KERNEL}", "ro": True},
+            "ansible_proc_cmdline": {"BOOT_IMAGE": f"/boot/vmlinuz-{NEWER_KERNEL}", "ro": True},
+            "ansible_hostname": "hgx-h200-03",
+            "ansible_nodename": "hgx-h200-03",
+            "ansible_fqdn": "hgx-h200-03.rack.example",
+        },
     ),
     "hgx-bookworm": ("debian-12", {}),
 }
