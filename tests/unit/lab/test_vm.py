@@ -223,3 +223,23 @@ def test_ssh_to_a_vm_waits_longer_for_the_banner_than_to_a_host():
     timeouts = [a for a in argv if a.startswith("ConnectTimeout=")]
     assert timeouts[0] == f"ConnectTimeout={vm.SSH_CONNECT_TIMEOUT}"  # ssh keeps the first
     assert argv[-2:] == ["ubuntu@192.168.243.200", "true"]
+
+
+def test_console_tail_drops_colour_codes_and_collapses_the_spinner():
+    frames = "".join(
+        f"\x1bM\r\x1b[K[\x1b[0;31m*{' ' * (i % 3)}\x1b[0m] Job apparmor.service/start running"
+        f" (6min {20 + i}s / no limit)\r\n"
+        for i in range(40)
+    )
+    text = "[  OK  ] Reached target \x1b[0;1;39mbasic.target\x1b[0m.\r\n" + frames + "vm1 login: "
+    tail = vm.console_tail(text).splitlines()
+    assert tail == [
+        "[  OK  ] Reached target basic.target.",
+        "[*] Job apparmor.service/start running (6min 59s / no limit)",
+        "vm1 login:",
+    ]
+
+
+def test_kernel_cmdline_boots_without_apparmor():
+    line = vm.kernel_cmdline(ip="10.0.0.2", prefixlen=24, hostname="v", root_label="L")
+    assert "apparmor=0" in line.split()
