@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -78,6 +79,15 @@ _SPEED = re.compile(r"clock x([0-9.]+)")
 
 def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(CPU seconds of this process's finished children: ansible-playbook, its workers, ssh and
+    the controller-side modules; CPU seconds the whole machine was busy: test hosts too)."""
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return kids.ru_utime + kids.ru_stime, (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 # -- pure parsing -----------------------------------------------------------------------------
@@ -271,6 +281,8 @@ class Figures:
     cache: cachestats.CacheStats | None = None
     notes: list[str] = field(default_factory=list)  # what could not be measured
     notes_ok: list[str] = field(default_factory=list)  # remarks
+    cpu_controller: float = 0.0  # CPU s of ansible-playbook and everything it started
+    cpu_machine: float = 0.0  # CPU s the machine was busy (test hosts, other work too)
 
 
 def measure(
@@ -284,10 +296,11 @@ def measure(
     run_dir = runs_root / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-site-{label}"
     what = f"site.yml --tags {tags}" if tags else "site.yml"
     print(f"\n== {label}: {what}, forks {forks}, run {run_dir} (load {load()})")
-    load_start, t0 = load(), time.monotonic()
+    load_start, t0, cpu0 = load(), time.monotonic(), cpu_seconds()
     rc, log = play(bench, run_dir, forks, tags)
-    wall = time.monotonic() - t0
+    wall, cpu1 = time.monotonic() - t0, cpu_seconds()
     fig = Figures(label, forks, wall, rc, load_start, load(), check_rc=-1)
+    fig.cpu_controller, fig.cpu_machine = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
     if tags:  # a partial run is not judged (its servers stop before their last phase)
         fig.check_rc = 0
         fig.notes_ok.append(f"partial run (--tags {tags}): not judged by check-run")
@@ -355,8 +368,8 @@ def measure(
 
 
 def table(figs: list[Figures]) -> list[str]:
-    cols = ("run", "forks", "wall s", *[f"{p} s" for p in PHASES], "changed", "check", "load start",
-            "load end")  # fmt: skip
+    cols = ("run", "forks", "wall s", *[f"{p} s" for p in PHASES], "changed", "check",
+            "ctl CPU s", "all CPU s", "load start", "load end")  # fmt: skip
     rows = [cols]
     for f in figs:
         rows.append(
@@ -367,6 +380,8 @@ def table(figs: list[Figures]) -> list[str]:
                 *[f"{f.phases[p]:.0f}" if p in f.phases else "-" for p in PHASES],
                 str(f.changed),
                 "ok" if f.check_rc == 0 else f"FAIL({f.check_rc})",
+                f"{f.cpu_controller:.0f}",
+                f"{f.cpu_machine:.0f}",
                 f.load_start,
                 f.load_end,
             )
@@ -488,6 +503,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nbench_site: {servers} servers, faults {faults}, seed {args.seed};"
           f" nproc {os.cpu_count()}; total {time.monotonic() - started:.0f} s")  # fmt: skip
     print("\n".join(table(figs)))
+    print(
+        "  ctl CPU: ansible-playbook and all it started (workers, ssh, controller-side modules);"
+        " all CPU: the machine's busy CPU seconds over the run (the test hosts run on it too)"
+    )
     print()
     print("\n".join(deploy_lines(figs)))
     print(
