@@ -137,13 +137,14 @@ if wants lab || wants vm; then
       # The VM lane beside everything else: its VM pins one core (qemu's emulation), the lab
       # tests and the nspawn scenarios use the other.
       if wants vm; then
-        ORDER+=(vm:molecule)
+        ORDER+=(vm:pytest vm:molecule)
         {
           until [[ -e "$LOGS/vm:image.rc" ]]; do sleep 5; done
           if [[ $(cat "$LOGS/vm:image.rc") == 0 ]]; then
+            step vm:pytest pytest -q -p no:cacheprovider -m lab tests/integration/lab/test_lab_vm.py
             step vm:molecule env -u ANSIBLE_CONFIG bash -c "cd roles/zfs_pool && molecule test -s vm"
           else
-            echo 1 >"$LOGS/vm:molecule.rc"; echo 0 >"$LOGS/vm:molecule.secs"
+            for v in vm:pytest vm:molecule; do echo 1 >"$LOGS/$v.rc"; echo 0 >"$LOGS/$v.secs"; done
             echo "--- vm:molecule FAILED: not run, the VM image build failed (see vm:image)"
           fi
         } &
@@ -152,7 +153,9 @@ if wants lab || wants vm; then
     fi
     if wants lab && [[ $(cat "$LOGS/lab:up.rc") == 0 ]]; then
       # Serial: the lab tests share one bridge per module and the machine has 2 cores.
-      run_step lab:pytest pytest -q -p no:cacheprovider -m lab tests/integration
+      # The VM's own test belongs to the vm lane (below, when named).
+      run_step lab:pytest pytest -q -p no:cacheprovider -m lab tests/integration \
+        --ignore=tests/integration/lab/test_lab_vm.py
       for scenario in roles/*/molecule/*/molecule.yml; do
         [[ -e $scenario ]] || continue
         role_dir=${scenario%/molecule/*}; name=$(basename "$(dirname "$scenario")")
