@@ -139,7 +139,7 @@ def test_zfs_loads_and_the_nvidia_dkms_module_is_there(booted, image_info):
     on_vm("sudo modprobe zfs")
     assert "zfs" in on_vm("lsmod").split()
     kernel = image_info["kernel"]
-    status = on_vm("dkms status")
+    status = on_vm("sudo dkms status")
     assert "zfs/" in status and f"{kernel}, x86_64: installed" in status
     found = on_vm(f"/sbin/modinfo -k {kernel} -F filename nvidia-tesla-535")
     assert found.startswith(f"/lib/modules/{kernel}/updates/dkms/nvidia-tesla-535.ko")
