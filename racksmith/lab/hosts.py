@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -298,27 +298,52 @@ def _host_keys(root: Path) -> None:
     conf.write_text("".join(f"HostKey /etc/ssh/ssh_host_{k}_key\n" for k in HOST_KEY_TYPES))
 
 
+def wait_for_ssh(
+    argv: list[str],
+    pidfile: Path,
+    *,
+    timeout: float,
+    attempt_timeout: float,
+    pause: float,
+    exited: Callable[[], str],
+    timed_out: Callable[[], str],
+) -> None:
+    """Run ``argv`` (an ``ssh ... true``) until it succeeds, for test hosts and VMs alike.
+
+    Fails at once when the recorded process in ``pidfile`` is gone (``exited()`` says why,
+    with the console tail read then), else after ``timeout`` (``timed_out()``).
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if running(pidfile) is None:
+            raise LabError(exited())
+        try:
+            done = subprocess.run(argv, capture_output=True, check=False, timeout=attempt_timeout)
+        except subprocess.TimeoutExpired:
+            continue  # sshd accepted but stalled (still booting): try again
+        if done.returncode == 0:
+            return
+        time.sleep(pause)
+    raise LabError(timed_out())
+
+
 def _wait_for_ssh(
     lab: paths.LabPaths, host: HostSpec, files: _Files, *, record_pid: int, timeout: float
 ) -> None:
-    deadline = time.monotonic() + timeout
-    argv = ssh_argv(lab.ssh_key, host.ip, "true")
-    while time.monotonic() < deadline:
-        if running(files.pidfile) is None:
-            raise LabError(
-                f"test host {host.name}: systemd-nspawn (pid {record_pid}) exited during boot;"
-                f" console log {files.log}:\n{log_tail(files.log)}"
-            )
-        try:
-            done = subprocess.run(argv, capture_output=True, check=False, timeout=30)
-        except subprocess.TimeoutExpired:
-            continue  # sshd accepted but stalled (host still booting): try again
-        if done.returncode == 0:
-            return
-        time.sleep(0.25)
-    raise LabError(
-        f"test host {host.name}: SSH on {host.ip} did not answer within {timeout:.0f}s;"
-        f" console log {files.log}:\n{log_tail(files.log)}"
+    wait_for_ssh(
+        ssh_argv(lab.ssh_key, host.ip, "true"),
+        files.pidfile,
+        timeout=timeout,
+        attempt_timeout=30,
+        pause=0.25,
+        exited=lambda: (
+            f"test host {host.name}: systemd-nspawn (pid {record_pid}) exited during boot;"
+            f" console log {files.log}:\n{log_tail(files.log)}"
+        ),
+        timed_out=lambda: (
+            f"test host {host.name}: SSH on {host.ip} did not answer within {timeout:.0f}s;"
+            f" console log {files.log}:\n{log_tail(files.log)}"
+        ),
     )
 
 

@@ -545,25 +545,21 @@ def _run(argv: list[str], *, stdin: bytes | None = None) -> None:
 
 
 def _wait_for_ssh(lab: paths.LabPaths, spec: VmSpec, files: _Files, *, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    argv = ssh_argv(lab.ssh_key, spec.ip, "true")
-    while time.monotonic() < deadline:
-        if running(files.pidfile) is None:
-            raise LabError(
-                f"VM {spec.name}: qemu exited during boot; console {files.console}:\n"
-                f"{_console(files)}"
-            )
-        try:
-            done = subprocess.run(argv, capture_output=True, check=False, timeout=60)
-        except subprocess.TimeoutExpired:
-            continue
-        if done.returncode == 0:
-            return
-        time.sleep(1)
-    raise LabError(
-        f"VM {spec.name}: SSH as {SSH_USER} on {spec.ip} did not answer within {timeout:.0f}s"
-        f" (TCG boots slowly on a busy machine: --boot-timeout); console {files.console}:\n"
-        f"{_console(files)}"
+    hosts.wait_for_ssh(
+        ssh_argv(lab.ssh_key, spec.ip, "true"),
+        files.pidfile,
+        timeout=timeout,
+        attempt_timeout=60,
+        pause=1,
+        exited=lambda: (
+            f"VM {spec.name}: qemu exited during boot; console {files.console}:\n"
+            f"{_console(files)}"
+        ),
+        timed_out=lambda: (
+            f"VM {spec.name}: SSH as {SSH_USER} on {spec.ip} did not answer within"
+            f" {timeout:.0f}s (TCG boots slowly on a busy machine: --boot-timeout);"
+            f" console {files.console}:\n{_console(files)}"
+        ),
     )
 
 
