@@ -27,9 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from racksmith.lab import aptcache, paths, spec, vm, vmimage
+from racksmith.testing.rack import write_rack
 
 SETTLE = 10.0  # seconds after SSH answers before reading RSS (first-boot units finish)
 
@@ -42,14 +41,11 @@ def rss_mib(pid: int) -> float:
 
 
 def make_rack(directory: Path) -> spec.RackSpec:
-    source = yaml.safe_load(spec.DEFAULT_SPEC.read_text())
-    source["network"].update({"bridge": "rslab8", "prefix": "192.168.244"})
-    source["bmc"]["base_port"] = 18843
-    source["maas"]["listen"] = "127.0.0.1:15244"
-    source["servers"] = [{"index": 1, "name": "gpu01", "model": "hgx-h200-8gpu"}]
-    rack_file = directory / "rack.yml"
-    rack_file.write_text(yaml.safe_dump(source))
-    return spec.load(rack_file)
+    """The bench's own lab (rslab8, 192.168.244, BMCs from 18843, MAAS on 15244)."""
+    return write_rack(
+        directory, bridge="rslab8", prefix="192.168.244", bmc_base_port=18843,
+        maas_listen="127.0.0.1:15244",
+    )  # fmt: skip
 
 
 def racksmith(env: dict, *argv: str) -> subprocess.CompletedProcess:

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from racksmith.lab import hosts, paths, spec
 from racksmith.lab.rack import down
+from racksmith.testing.rack import hgx_servers, write_rack
 
 LAB_DIR = Path("/var/lib/racksmith/lab-it")
 REPO = Path(__file__).resolve().parents[3]
@@ -23,17 +23,11 @@ REPO = Path(__file__).resolve().parents[3]
 def it_rack(tmp_path_factory) -> spec.RackSpec:
     if os.geteuid() != 0:
         pytest.fail("lab integration tests need root (bridge, netns, systemd-nspawn)")
-    source = yaml.safe_load(spec.DEFAULT_SPEC.read_text())
-    source["network"].update({"bridge": "rslab1", "prefix": "192.168.249"})
-    source["bmc"]["base_port"] = 18443
-    source["maas"]["listen"] = "127.0.0.1:15249"
-    source["servers"] = [
-        {"index": 1, "name": "gpu01", "model": "hgx-h200-8gpu"},
-        {"index": 2, "name": "gpu02", "model": "hgx-h200-8gpu"},
-    ]
-    rack_file = tmp_path_factory.mktemp("rack") / "rack.yml"
-    rack_file.write_text(yaml.safe_dump(source))
-    rack = spec.load(rack_file)
+    rack = write_rack(
+        tmp_path_factory.mktemp("rack"),
+        bridge="rslab1", prefix="192.168.249", bmc_base_port=18443,
+        maas_listen="127.0.0.1:15249", servers=hgx_servers(2),
+    )  # fmt: skip
     down(rack, paths.LabPaths(LAB_DIR))  # whatever a crashed earlier run left behind
     yield rack
     down(rack, paths.LabPaths(LAB_DIR))

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from racksmith.lab import hosts, net, paths, proc, spec, vm, vmimage
 from racksmith.lab.rack import down
+from racksmith.testing.rack import write_rack
 
 pytestmark = pytest.mark.lab
 
@@ -56,14 +56,11 @@ def on_vm(command: str, check: bool = True) -> str:
 def vm_rack(tmp_path_factory) -> spec.RackSpec:
     if os.geteuid() != 0:
         pytest.fail("the VM lane test needs root (bridge, tap, chroot, qemu)")
-    source = yaml.safe_load(spec.DEFAULT_SPEC.read_text())
-    source["network"].update({"bridge": "rslab7", "prefix": "192.168.243"})
-    source["bmc"]["base_port"] = 18743
-    source["maas"]["listen"] = "127.0.0.1:15243"
-    source["servers"] = [{"index": 1, "name": "gpu01", "model": "hgx-h200-8gpu"}]
-    rack_file = tmp_path_factory.mktemp("vmrack") / "rack.yml"
-    rack_file.write_text(yaml.safe_dump(source))
-    rack = spec.load(rack_file)
+    rack = write_rack(
+        tmp_path_factory.mktemp("vmrack"),
+        bridge="rslab7", prefix="192.168.243", bmc_base_port=18743,
+        maas_listen="127.0.0.1:15243",
+    )  # fmt: skip
     down(rack, paths.LabPaths(LAB_DIR))  # whatever a crashed earlier run left behind
     yield rack
     down(rack, paths.LabPaths(LAB_DIR))
