@@ -118,7 +118,8 @@ def test_applies_one_archive_per_stand_in_and_reruns_change_nothing(site):
     # a new run rebuilds in its own directory: same bytes, so nothing changes on the hosts
     second, _ = _play(site_dir, "2")
     assert all(second[h]["changed"] == 0 and second[h]["failed"] == 0 for h in hosts), second
-    assert {p.name: p.read_bytes() for p in (site_dir / "runs" / "2" / "standin").glob("*.tar")} == {
+    rebuilt = site_dir / "runs" / "2" / "standin"
+    assert {p.name: p.read_bytes() for p in rebuilt.glob("*.tar")} == {
         p.name: p.read_bytes() for p in standin.glob("*.tar")
     }
     check, _ = _play(site_dir, "3", "--check")
