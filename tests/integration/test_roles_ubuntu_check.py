@@ -47,6 +47,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from racksmith.testing.sysfs import write_pci_tree
+
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
 FIXTURES = REPO / "tests" / "fixtures"
@@ -88,24 +90,6 @@ ROLES_OF = {"hgx-jammy": ROLES, "hgx-jammy-dkms": ["nvidia_driver"], "hgx-bookwo
 
 #: the roles that read the PCI bus (through <role>_sysfs_root)
 PCI_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm")
-
-
-def _sysfs(root: Path) -> int:
-    """Build <root>/bus/pci/devices/<address>/{vendor,device,class} from the fixture."""
-    count = 0
-    for number, line in enumerate((UBUNTU / "pci-sysfs.txt").read_text().splitlines(), 1):
-        address, *fields = line.split()
-        attrs = dict(field.split("=", 1) for field in fields)
-        if set(attrs) != {"vendor", "device", "class"}:
-            raise ValueError(f"pci-sysfs.txt:{number}: expected vendor, device, class: {line!r}")
-        device = root / "bus" / "pci" / "devices" / address
-        if device.exists():
-            raise ValueError(f"pci-sysfs.txt:{number}: {address} is listed twice")
-        device.mkdir(parents=True)
-        for name, value in attrs.items():
-            (device / name).write_text(value + "\n")
-        count += 1
-    return count
 
 
 def _apt(root: Path) -> dict[str, str]:
@@ -254,7 +238,7 @@ def check_run(tmp_path_factory):
         pytest.skip("the roles' check mode needs root (get_url checks /etc/apt/keyrings)")
     tmp = tmp_path_factory.mktemp("ubuntu-check")
     sysfs = tmp / "sys"
-    assert _sysfs(sysfs) == 50
+    assert write_pci_tree(UBUNTU / "pci-sysfs.txt", sysfs) == 50
     mirror = tmp / "mirror"
     (mirror / "libnvidia-container").mkdir(parents=True)
     for key in (mirror / "libnvidia-container" / "gpgkey", mirror / "cuda.pub"):
