@@ -16,13 +16,17 @@ from typing import Any
 from racksmith.health.golden import FIT
 from racksmith.secrets import redact
 
-SCHEMA = "racksmith.run-report/v2"
+#: v3: the controller (``localhost``, where controller-side plays run) is no longer one of
+#: ``hosts``: it has no result of a machine (it was listed INCOMPLETE); see ``controller``.
+SCHEMA = "racksmith.run-report/v3"
 
 PHASES = ("preflight", "discover", "enlist", "deploy", "configure", "validate", "reprovision")
 
 #: Task statuses as Ansible reports them, in order of precedence for a phase's summary.
 STATUSES = ("unreachable", "failed", "changed", "ok", "skipped")
 
+#: The controller's name in the inventory: its plays (preflight's checks, discovery's summary,
+#: the golden set) are recorded like a host's, and reported apart from the machines.
 CONTROLLER = "localhost"
 
 #: Redfish host variables the report keeps (identity and what a ticket needs), unprefixed.
@@ -236,6 +240,21 @@ _RECORD_FIELDS = tuple(
 )
 
 
+def _record_dict(rec: HostRecord) -> dict[str, Any]:
+    """A host record as report.json writes it, less its ``result`` (a machine's or the
+    controller's, which differ)."""
+    out = {f.name: getattr(rec, f.name) for f in _RECORD_FIELDS}
+    out["phases"] = {
+        phase: {**{k: getattr(o, k) for k in _OUTCOME_KEYS}, "state": o.state}
+        for phase, o in rec.phases.items()
+    }
+    out["health_reasons"] = list(rec.health_reasons)
+    out["triage"] = asdict(rec.triage) if rec.triage else None
+    out["skips"] = [asdict(s) for s in rec.skips]
+    out["reasons"] = rec.reasons
+    return out
+
+
 @dataclass
 class RunReport:
     run_id: str
@@ -316,7 +335,11 @@ class RunReport:
                 started=str(data.get("started") or ""),
                 finished=data.get("finished"),
             )
-            for name, host in (data.get("hosts") or {}).items():
+            # v2 listed the controller among the hosts; v3 keeps it apart (same fields)
+            hosts = dict(data.get("hosts") or {})
+            if data.get("controller"):
+                hosts[CONTROLLER] = data["controller"]
+            for name, host in hosts.items():
                 rec = report.host(name)
                 for phase, outcome in (host.get("phases") or {}).items():
                     rec.phases[phase] = PhaseOutcome(
@@ -343,20 +366,17 @@ class RunReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (built by hand: ``dataclasses.asdict`` took most of the time at 512
-        hosts), with the derived keys readers want: result, reasons, each phase's state."""
+        hosts), with the derived keys readers want: result, reasons, each phase's state.
+        ``hosts`` are the machines; the controller's own plays are under ``controller``."""
         hosts = {}
-        for name, rec in self.hosts.items():
-            host = {f.name: getattr(rec, f.name) for f in _RECORD_FIELDS}
-            host["phases"] = {
-                phase: {**{k: getattr(o, k) for k in _OUTCOME_KEYS}, "state": o.state}
-                for phase, o in rec.phases.items()
-            }
-            host["health_reasons"] = list(rec.health_reasons)
-            host["triage"] = asdict(rec.triage) if rec.triage else None
-            host["skips"] = [asdict(s) for s in rec.skips]
+        for rec in self.machines():
+            host = _record_dict(rec)
             host["result"] = rec.result
-            host["reasons"] = rec.reasons
-            hosts[name] = host
+            hosts[rec.name] = host
+        controller = None
+        if CONTROLLER in self.hosts:
+            controller = _record_dict(self.hosts[CONTROLLER])
+            controller["result"] = self.controller_result()
         return {
             "schema": SCHEMA,
             "run_id": self.run_id,
@@ -364,6 +384,7 @@ class RunReport:
             "started": self.started,
             "finished": self.finished,
             "hosts": hosts,
+            "controller": controller,
             "golden": self.golden_hosts(),
             "summary": self.summary(),
         }
@@ -385,6 +406,18 @@ class RunReport:
     def machines(self) -> list[HostRecord]:
         """Host records other than the controller, sorted by name."""
         return [self.hosts[n] for n in sorted(self.hosts) if n != CONTROLLER]
+
+    def controller_result(self) -> str | None:
+        """``FAILED:<phase>`` for the first phase whose controller-side tasks failed, else
+        ``OK`` (None without controller tasks): not a machine's result, it is never INCOMPLETE
+        or GOLDEN."""
+        rec = self.hosts.get(CONTROLLER)
+        if rec is None:
+            return None
+        for phase, outcome in rec.phases.items():
+            if outcome.failed or outcome.unreachable:
+                return f"FAILED:{phase}"
+        return "OK"
 
     def render_text(self, *, skips_per_host: bool = False) -> str:
         """A fixed-width table: one row per host, one column per phase, then the reasons.
