@@ -35,6 +35,15 @@ def _listen(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def _boot_concurrency(text: str) -> int | None:
+    from racksmith.lab.maassim.labhosts import parse_boot_concurrency
+
+    try:
+        return parse_boot_concurrency(text, "--boot-concurrency")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def configure(parser: argparse.ArgumentParser, name: str) -> None:
     parser.add_argument(
         "--listen",
@@ -82,6 +91,13 @@ def configure(parser: argparse.ArgumentParser, name: str) -> None:
         default=60.0,
         help="clock acceleration: MAAS minutes pass this many times faster (default 60)",
     )
+    parser.add_argument(
+        "--boot-concurrency",
+        type=_boot_concurrency,
+        metavar="N",
+        help="with --rack: lab hosts booting at once (default: $RACKSMITH_LAB_BOOT_CONCURRENCY,"
+        " else 2 per CPU, at least 2; 'auto' for that sizing)",
+    )
     parser.add_argument("--seed", type=int, help="random seed (disk order, system ids)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request")
     parser.set_defaults(func=main)
@@ -93,12 +109,19 @@ def build_store(args: argparse.Namespace) -> Store:
     rack = hosts = None
     lab_dir = args.lab_dir
     if args.rack is not None:
+        from racksmith.errors import UsageError
         from racksmith.lab import spec
-        from racksmith.lab.maassim.labhosts import LabHosts
+        from racksmith.lab.maassim.labhosts import BOOT_CONCURRENCY_ENV, LabHosts
 
         rack = spec.load(args.rack)
         lab_dir = paths.lab_dir(lab_dir)
-        hosts = LabHosts(rack, lab_dir)
+        try:
+            hosts = LabHosts(rack, lab_dir, concurrency=getattr(args, "boot_concurrency", None))
+        except ValueError as exc:  # $RACKSMITH_LAB_BOOT_CONCURRENCY is not a slot count
+            raise UsageError(f"lab maas: {exc}") from None
+        logging.getLogger("racksmith.lab.maassim").info(
+            "lab hosts boot %d at a time (%s overrides)", hosts.concurrency, BOOT_CONCURRENCY_ENV
+        )
     state = args.state or (paths.LabPaths(lab_dir).maas / "state.json" if lab_dir else None)
     store = Store(clock=SimClock(args.speed), path=state, rack=rack, hosts=hosts, seed=args.seed)
     key_file = args.api_key_file
