@@ -75,6 +75,14 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
     playbook = tmp_path / "play.yml"
     playbook.write_text(
         """
+- name: preflight
+  hosts: localhost
+  gather_facts: false
+  tags: [preflight]
+  tasks:
+    - name: a controller-side check (site.yml's preflight, discovery summary, golden set)
+      ansible.builtin.debug:
+        msg: controller ok
 - name: discover
   hosts: all
   gather_facts: false
@@ -115,7 +123,9 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
     data = json.loads((run_dir / "report.json").read_text())
     assert {h: r["result"] for h, r in data["hosts"].items()} == {
         "a": "GOLDEN", "b": "FAILED:discover", "c": "QUARANTINED",
-    }
+    }  # the controller is none of the hosts (it was listed as INCOMPLETE)
+    assert data["controller"]["result"] == "OK"
+    assert data["controller"]["phases"]["preflight"]["ok"] == 1
     assert data["hosts"]["c"]["triage"]["cause"] == "gpu_missing"
     assert data["hosts"]["b"]["triage"]["ticket"] == "tickets/b.md"
     written = [run_dir / n for n in ("report.json", "report.txt", "report.html", "report.prom")]

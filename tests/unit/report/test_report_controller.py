@@ -1,19 +1,14 @@
 """The controller (localhost, where preflight's checks, discovery's summary and the golden set
 run) is reported apart from the machines: report.json's ``hosts`` never lists it (it used to,
-as an INCOMPLETE host), its own plays are under ``controller`` with OK or FAILED:<phase>."""
+as an INCOMPLETE host), its own plays are under ``controller`` with OK or FAILED:<phase>.
+The callback's side: test_report.py (test_callback_writes_report_in_its_own_run_dir_...)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from racksmith.report import RunReport
 from racksmith.report.model import CONTROLLER, SCHEMA
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def _report() -> RunReport:
@@ -57,48 +52,3 @@ def test_rereading_keeps_the_controller_apart_and_moves_it_out_of_a_v2_report():
     assert CONTROLLER not in moved["hosts"] and moved["controller"]["result"] == "OK"
     nothing = RunReport(run_id="r2", run_dir="/tmp/r2", started="x")
     assert json.loads(nothing.to_json())["controller"] is None
-
-
-def test_the_callback_keeps_localhost_plays_out_of_the_hosts(tmp_path):
-    """As site.yml runs: a controller-side play on localhost, then the machines' phase."""
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(
-        """
-- name: preflight
-  hosts: localhost
-  gather_facts: false
-  tags: [preflight]
-  tasks:
-    - name: a controller check
-      ansible.builtin.debug:
-        msg: controller ok
-- name: validate
-  hosts: all:!localhost
-  gather_facts: false
-  tags: [validate]
-  tasks:
-    - name: verdict
-      ansible.builtin.set_fact:
-        racksmith_health_verdict: FIT
-"""
-    )
-    run_dir = tmp_path / "run"
-    env = dict(
-        os.environ,
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        RACKSMITH_RUN_DIR=str(run_dir),
-        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-    )
-    done = subprocess.run(
-        ["ansible-playbook", str(playbook), "-i", "gpu01,gpu02,", "-c", "local"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    data = json.loads((run_dir / "report.json").read_text())
-    assert {h: r["result"] for h, r in data["hosts"].items()} == {
-        "gpu01": "GOLDEN",
-        "gpu02": "GOLDEN",
-    }
-    assert data["controller"]["result"] == "OK"
-    assert data["controller"]["phases"]["preflight"]["ok"] == 1
-    assert "localhost" not in (run_dir / "report.txt").read_text()
