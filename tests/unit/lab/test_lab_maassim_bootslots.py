@@ -20,6 +20,7 @@ from racksmith.lab.maassim.labhosts import (
     parse_boot_concurrency,
     sized_boot_concurrency,
 )
+from racksmith.testing.rack import hgx_servers, write_rack
 
 
 @pytest.mark.parametrize("text,expected", [("auto", None), ("", None), (" AUTO ", None),
@@ -52,13 +53,11 @@ def test_the_flag_wins_over_the_environment_which_wins_over_the_sizing():
 
 
 def _rack(tmp_path: Path, servers: int) -> spec.RackSpec:
-    path = tmp_path / "rack.yml"
-    rows = "".join(f"  - {{index: {i}, name: s{i:02d}, model: m}}\n" for i in range(1, servers + 1))
-    path.write_text(
-        "network: {bridge: rslab7, prefix: 192.168.247}\nbmc: {base_port: 9000}\n"
-        "maas: {listen: '127.0.0.1:5247'}\nservers:\n" + rows
-    )
-    return spec.load(path)
+    """A rack file only: nothing here starts a lab (the boot step is the test's own)."""
+    return write_rack(
+        tmp_path, bridge="rslab7", prefix="192.168.247", maas_listen="127.0.0.1:5247",
+        servers=hgx_servers(servers),
+    )  # fmt: skip
 
 
 def test_the_slots_bound_the_boots_in_flight(tmp_path, monkeypatch):
