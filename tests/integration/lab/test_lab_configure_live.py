@@ -29,6 +29,8 @@ def deployed(it_rack, it_lab, tmp_path_factory):
     debs_serve.ensure_running(it_lab, bind=it_rack.controller_ip)
     inventory = tmp_path_factory.mktemp("inventory")
     (inventory / "group_vars").symlink_to(REPO / "inventory" / "lab" / "group_vars")
+    # The lab group_vars find the controller in the rack file beside the inventory.
+    (inventory / "rack.yml").symlink_to(it_rack.path)
     (inventory / "hosts.yml").write_text(
         yaml.safe_dump(
             {
