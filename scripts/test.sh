@@ -8,11 +8,10 @@
 #   lab          build/reuse the test-host image, `racksmith lab up`, pytest -m lab
 #                tests/integration on real nspawn hosts, then `molecule test` per scenario
 #   bench        every tests/bench/*.py with --quick (a smoke run: do the figures still print?)
-#   vm           (only when named: `scripts/test.sh vm` or RACKSMITH_TEST_VM=1) the VM lane:
-#                `molecule test -s vm` of zfs_pool, the GPU-host roles on a qemu VM with its
-#                own kernel and disks, beside the lab lane (docs/roles.md "The VM lane"). Not
-#                in the default set yet: under emulation on a busy 2-core machine one run took
-#                longer than the default lanes together (see docs/roles.md).
+#   vm           the VM lane: the VM's own test, then `molecule test -s vm` of zfs_pool (the
+#                GPU-host roles on a qemu VM with its own kernel and disks), in the background
+#                beside the lab and bench lanes (docs/roles.md "The VM lane").
+#                RACKSMITH_TEST_VM=0 leaves it out of the default set.
 #
 # Usage: scripts/test.sh [LANE...]   (default: all lanes, in the order above)
 #
@@ -29,7 +28,7 @@ LOGS=${RACKSMITH_TEST_LOGS:-runs/test-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$LOGS"
 ALL_LANES=(static unit integration sanity lab bench vm)
 DEFAULT_LANES=(static unit integration sanity lab bench)
-[[ ${RACKSMITH_TEST_VM:-0} == 1 ]] && DEFAULT_LANES+=(vm)
+[[ ${RACKSMITH_TEST_VM:-1} == 1 ]] && DEFAULT_LANES+=(vm)
 LANES=("$@")
 ((${#LANES[@]})) || LANES=("${DEFAULT_LANES[@]}")
 for l in "${LANES[@]}"; do
@@ -171,8 +170,6 @@ if wants lab || wants vm; then
           env -u ANSIBLE_CONFIG bash -c "cd '$role_dir' && molecule test -s '$name'"
       done
     fi
-    for pid in "${BG_PIDS[@]}"; do wait "$pid"; done  # the VM image build and the VM lane
-    BG_PIDS=()
   fi
 fi
 
@@ -183,4 +180,8 @@ if wants bench; then
     run_step "bench:$(basename "$bench" .py)" python "$bench" --quick
   done
 fi
+
+# The VM lane (and its image build) may still be running: wait for it before the summary.
+for pid in "${BG_PIDS[@]}"; do wait "$pid"; done
+BG_PIDS=()
 exit 0  # the EXIT trap tears down, prints the summary and sets the status
