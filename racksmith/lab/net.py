@@ -52,10 +52,25 @@ def netns_name(bridge: str, host: str) -> str:
     return f"{bridge}-{host}"
 
 
+def bridge_mac(bridge: str) -> str:
+    """A fixed, locally administered MAC for the bridge, from its name.
+
+    Why: a Linux bridge without an address of its own takes the lowest MAC among its ports, so
+    it changes whenever a test host's veth or a VM's tap with a lower one joins or leaves. The
+    hosts' ARP entries for the controller then point at a MAC nobody answers for until they
+    expire: apt through the controller's cache failed with "connection timed out" on every
+    demo host while another scenario's hosts came and went on the same bridge.
+    """
+    digest = hashlib.sha256(f"racksmith-bridge:{bridge}".encode()).digest()
+    return ":".join(f"{b:02x}" for b in (0x02, *digest[:5]))
+
+
 def bridge_commands(bridge: str, address: str) -> list[list[str]]:
-    """Create (or repair) the bridge with the controller's address ``address`` (CIDR)."""
+    """Create (or repair) the bridge with the controller's address ``address`` (CIDR) and its
+    fixed MAC (:func:`bridge_mac`)."""
     return [
         ["ip", "link", "add", bridge, "type", "bridge"],
+        ["ip", "link", "set", bridge, "address", bridge_mac(bridge)],
         ["ip", "addr", "replace", address, "dev", bridge],
         ["ip", "link", "set", bridge, "up"],
     ]

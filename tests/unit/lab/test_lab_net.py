@@ -58,3 +58,17 @@ def test_bridge_commands_set_the_controller_address():
     assert ["ip", "addr", "replace", "192.168.250.1/24", "dev", "rslab0"] in net.bridge_commands(
         "rslab0", "192.168.250.1/24"
     )
+
+
+def test_the_bridge_gets_a_fixed_locally_administered_mac():
+    mac = net.bridge_mac("rslab0")
+    assert mac == net.bridge_mac("rslab0")  # the same on every `lab up`
+    assert mac != net.bridge_mac("rslab1")
+    first = int(mac.split(":")[0], 16)
+    assert first & 0x02 and not first & 0x01  # locally administered, unicast
+    commands = net.bridge_commands("rslab0", "192.168.250.1/24")
+    assert ["ip", "link", "set", "rslab0", "address", mac] in commands
+    # set before the bridge has ports, and before it is up
+    assert commands.index(["ip", "link", "set", "rslab0", "address", mac]) < commands.index(
+        ["ip", "link", "set", "rslab0", "up"]
+    )
