@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from racksmith.testing.inventory import write_inventory
+
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
 
@@ -42,21 +44,13 @@ def site(tmp_path):
             "lab_gpu_standin_overlays": [str(FIXTURES / "h200-x2-failures" / "xid79")],
         },
     }
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(
-        yaml.safe_dump(
-            {
-                "all": {
-                    "hosts": hosts,
-                    "vars": {
-                        "ansible_connection": "local",
-                        "ansible_python_interpreter": sys.executable,
-                        "racksmith_lab": True,
-                        "lab_gpu_standin_capture": str(FIXTURES / "h200-x2"),
-                    },
-                }
-            }
-        )
+    write_inventory(
+        tmp_path / "hosts.yml",
+        hosts,
+        ansible_connection="local",
+        ansible_python_interpreter=sys.executable,
+        racksmith_lab=True,
+        lab_gpu_standin_capture=str(FIXTURES / "h200-x2"),
     )
     (tmp_path / "play.yml").write_text(PLAY)
     return tmp_path, hosts

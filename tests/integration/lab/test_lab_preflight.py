@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from racksmith.testing.inventory import write_inventory
+
 REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
@@ -19,23 +21,14 @@ def _inventory(tmp_path: Path, hosts: dict, **extra_vars) -> Path:
     secret = tmp_path / "bmc.env"
     secret.write_text("RACKSMITH_BMC_USERNAME=root\nRACKSMITH_BMC_PASSWORD=x\n")
     secret.chmod(0o600)
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(
-        yaml.safe_dump(
-            {
-                "all": {
-                    "hosts": hosts,
-                    "vars": {
-                        "racksmith_preflight_credentials": [
-                            {"name": "BMC", "env": ["RS_T_USER", "RS_T_PASS"], "file": str(secret)}
-                        ],
-                        **extra_vars,
-                    },
-                }
-            }
-        )
+    return write_inventory(
+        tmp_path / "hosts.yml",
+        hosts,
+        racksmith_preflight_credentials=[
+            {"name": "BMC", "env": ["RS_T_USER", "RS_T_PASS"], "file": str(secret)}
+        ],
+        **extra_vars,
     )
-    return inventory
 
 
 def _run(tmp_path: Path, inventory: Path, *args: str, env: dict | None = None):
