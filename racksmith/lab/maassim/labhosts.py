@@ -52,7 +52,8 @@ CONSOLE_LINES = 10
 BOOT_CONCURRENCY_ENV = "RACKSMITH_LAB_BOOT_CONCURRENCY"
 BOOTS_PER_CPU = 2
 MIN_BOOT_CONCURRENCY = 2
-MAX_BOOT_CONCURRENCY = 64  # the sized default stops at 32; more is allowed when asked for
+MAX_SIZED_BOOT_CONCURRENCY = 32  # where the sizing stops on big machines
+MAX_BOOT_CONCURRENCY = 64  # more than the sizing is allowed when asked for
 
 
 def machine_cpus() -> int:
@@ -65,7 +66,7 @@ def machine_cpus() -> int:
 
 def sized_boot_concurrency(cpus: int) -> int:
     """Two boots per CPU, at least 2 (4 on the 2-core lab machine), at most 32."""
-    return max(MIN_BOOT_CONCURRENCY, min(32, BOOTS_PER_CPU * max(1, cpus)))
+    return max(MIN_BOOT_CONCURRENCY, min(MAX_SIZED_BOOT_CONCURRENCY, BOOTS_PER_CPU * max(1, cpus)))
 
 
 def parse_boot_concurrency(text: str, source: str = BOOT_CONCURRENCY_ENV) -> int | None:
