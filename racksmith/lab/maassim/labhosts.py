@@ -111,8 +111,7 @@ class LabFault:
         """The one line MAAS's event and the triage cause carry."""
         where = self.console_log or "(none)"
         return (
-            f"LAB FAULT: test host {self.server} did not boot: {self.reason};"
-            f" console log: {where}"
+            f"LAB FAULT: test host {self.server} did not boot: {self.reason}; console log: {where}"
         )
 
     def log_text(self) -> str:
