@@ -60,6 +60,19 @@ echo 'nameserver 127.0.0.1' > /etc/resolv.conf
 rm -f /var/lib/dbus/machine-id /etc/ssh/ssh_host_*
 """
 
+#: The lab-only compile cache for zip-imported modules (data/zipimport_cache.py says why): the
+#: module in the image's site-packages, a ``.pth`` line that installs it at interpreter start,
+#: and the root-owned cache directory (each host's writable layer holds its own entries).
+ZIPIMPORT_CACHE = (Path(__file__).parent / "data" / "zipimport_cache.py").read_text()
+CUSTOMIZE += rf"""
+site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+install -d -m 0755 "$site" /var/cache/racksmith-lab-pyc
+cat > "$site/racksmith_lab_pyc.py" <<'RACKSMITH_PYC_EOF'
+{ZIPIMPORT_CACHE}RACKSMITH_PYC_EOF
+echo 'import racksmith_lab_pyc; racksmith_lab_pyc.install()' > "$site/racksmith_lab_pyc.pth"
+python3 -c 'import zipimport; assert zipimport._compile_source.__module__ == "racksmith_lab_pyc"'
+"""
+
 
 @dataclass(frozen=True)
 class Recipe:
