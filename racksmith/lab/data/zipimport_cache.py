@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import marshal
 import os
+import stat
 import zipimport
 
 CACHE_DIR = "/var/cache/racksmith-lab-pyc"
@@ -45,7 +46,7 @@ def cached_compile(pathname: str, source: bytes, cache_dir: str = CACHE_DIR):
     path = os.path.join(cache_dir, _key(pathname, source))
     try:
         with open(path, "rb") as f:
-            code = marshal.load(f)
+            code = marshal.load(f)  # noqa: S302 - a directory only its owner may write (install)
         if isinstance(code, _CODE):
             return _renamed(code, pathname)
     except (OSError, EOFError, ValueError, TypeError):
@@ -65,15 +66,22 @@ def cached_compile(pathname: str, source: bytes, cache_dir: str = CACHE_DIR):
     return code
 
 
+def _trusted(cache_dir: str) -> bool:
+    """A directory that only root (or this user) can write: its entries are run as code."""
+    try:
+        st = os.stat(cache_dir)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
+
+
 def install(cache_dir: str = CACHE_DIR) -> bool:
     """Route zipimport's compile through the cache when ``cache_dir`` exists.
 
     The image's ``.pth`` line calls this at every interpreter start; importing the module does
     nothing by itself.
     """
-    if _compile_source is None or not os.path.isdir(cache_dir):
+    if _compile_source is None or not _trusted(cache_dir):
         return False
-    zipimport._compile_source = lambda pathname, source: cached_compile(
-        pathname, source, cache_dir
-    )
+    zipimport._compile_source = lambda pathname, source: cached_compile(pathname, source, cache_dir)
     return True

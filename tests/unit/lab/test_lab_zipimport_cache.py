@@ -104,9 +104,13 @@ def test_a_reader_that_may_not_write_leaves_the_cache_alone(hook, tmp_path, monk
     assert list(cache.iterdir()) == []
 
 
-def test_without_the_cache_directory_nothing_is_installed(hook, tmp_path):
+def test_without_a_safe_cache_directory_nothing_is_installed(hook, tmp_path):
     before = zipimport._compile_source
     assert hook.install(str(tmp_path / "absent")) is False
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # anyone could plant code there
+    assert hook.install(str(shared)) is False
     assert zipimport._compile_source is before
 
 
@@ -115,4 +119,4 @@ def test_the_image_installs_it_and_checks_it_took():
     assert image.ZIPIMPORT_CACHE == HOOK.read_text()
     assert image.ZIPIMPORT_CACHE in script
     assert "racksmith_lab_pyc.install()" in script
-    assert "__module__ == \"racksmith_lab_pyc\"" in script
+    assert '__module__ == "racksmith_lab_pyc"' in script
