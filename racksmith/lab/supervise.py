@@ -10,6 +10,9 @@ to a second SIGTERM (nspawn's forced stop) and then SIGKILL if the host does not
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -70,24 +73,50 @@ def _loop(argv: Sequence[str], child_pidfile: Path | None, grace: float) -> int:
         print("supervise: host rebooted (exit 133); starting it again", flush=True)
 
 
+#: How often a waiting wrapper looks at a stop request (the child's exit wakes it at once).
+STOP_CHECK_SECONDS = 0.5
+
+
 def _wait(child: subprocess.Popen, stop: _Stop, grace: float) -> int:
-    """Wait for the child; once a stop is requested, escalate if it ignores the request."""
+    """Wait for the child; once a stop is requested, escalate if it ignores the request.
+
+    The wait sleeps in the kernel on a pidfd: ``Popen.wait(timeout=...)`` polls every 50 ms,
+    and a 64-server lab runs 64 of these wrappers on the controller's two cores.
+    """
     escalation = [(grace, signal.SIGTERM), (5.0, signal.SIGKILL)]
     deadline: float | None = None
-    while True:
-        try:
-            return child.wait(timeout=0.2)
-        except subprocess.TimeoutExpired:
-            pass
-        if not stop.requested:
-            continue
-        now = time.monotonic()
-        if deadline is None:
-            deadline = now + escalation[0][0]
-        elif now >= deadline and escalation:
-            _, sig = escalation.pop(0)
-            child.send_signal(sig)
-            deadline = now + (escalation[0][0] if escalation else 5.0)
+    with _exit_watch(child.pid) as exited:
+        while True:
+            exited(STOP_CHECK_SECONDS)
+            rc = child.poll()
+            if rc is not None:
+                return rc
+            if not stop.requested:
+                continue
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + escalation[0][0]
+            elif now >= deadline and escalation:
+                _, sig = escalation.pop(0)
+                child.send_signal(sig)
+                deadline = now + (escalation[0][0] if escalation else 5.0)
+
+
+@contextlib.contextmanager
+def _exit_watch(pid: int):
+    """``exited(timeout)`` returns when process ``pid`` exits or ``timeout`` seconds pass.
+
+    A pidfd (Linux 5.3+) becomes readable when the process exits; without one, a plain sleep.
+    """
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        yield time.sleep
+        return
+    try:
+        yield lambda timeout: select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
 
 
 def main(args: Sequence[str] | None = None) -> int:
