@@ -76,7 +76,8 @@ def _trusted(cache_dir: str) -> bool:
 
 
 def install(cache_dir: str = CACHE_DIR) -> bool:
-    """Route zipimport's compile through the cache when ``cache_dir`` exists.
+    """Route zipimport's compile through the cache when ``cache_dir`` is a directory that only
+    root (or this user) may write.
 
     The image's ``.pth`` line calls this at every interpreter start; importing the module does
     nothing by itself.
