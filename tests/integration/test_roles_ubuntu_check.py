@@ -264,8 +264,8 @@ def check_run(tmp_path_factory):
         ANSIBLE_REMOTE_TMP=str(tmp / "module-tmp"),  # the local connection's module files
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORKS="3",
-        # The hosts run different role lists; free keeps each host's own order, which is all
-        # configure.yml relies on.
+        # The hosts run different role lists; each keeps its own order under any strategy
+        # (configure.yml's loop_control: extended; test_configure_role_order.py).
         ANSIBLE_STRATEGY="free",
         ANSIBLE_INTERNAL_POLL_INTERVAL="0.05",  # the free strategy's loop spins at 0.001 s
         ANSIBLE_PIPELINING="True",

@@ -2,9 +2,9 @@
 
 Why not ``ansible.posix.json``: under the free strategy it looks a result's task up by the
 ``v2_runner_on_start`` it recorded, and files a result it finds none for under whichever task
-any host started last, so one host's list could hold another host's task (CI saw a host's
-roles out of order once). Here each record is named from the result's own host and task, so a
-host's list is exactly what that host ran, in order.
+any host started last, so one host's list could hold another host's task. Here each record
+is named from the result's own host and task, so a host's list is exactly what that host ran,
+in order.
 
 Output: one JSON document, ``{"results": [{"host", "task", "result"}...], "stats": {...}}``.
 """
