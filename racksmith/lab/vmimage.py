@@ -2,7 +2,7 @@
 modules, built once and cached by recipe hash (like racksmith.lab.image's rootfs).
 
 Why a VM at all: the controller's kernel has no module support and the nspawn hosts share it,
-so a role that loads a module, builds DKMS or needs ``linux-headers-{{ ansible_kernel }}``
+so a role that loads a module, builds DKMS or needs ``linux-headers-<kernel>``
 can only be tested in a guest with a kernel of its own (docs/lab.md, "The VM lane"). KVM does
 not work on the CI machine type, so guests run under TCG, where DKMS builds would take many
 minutes. DKMS builds for every kernel whose headers are installed, not for the running one,

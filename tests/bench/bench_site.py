@@ -73,6 +73,7 @@ PHASES = ("preflight", "discover", "enlist", "deploy", "configure", "validate")
 DEPLOY_TASK = "TASK [Deploy the OS on every server at once"
 DEPLOY_TAGS = "preflight,discover,enlist,deploy"
 _STAMP = re.compile(r"^(\d+\.\d+) (.*)$")
+_RESULT = re.compile(r"^(ok|changed|skipping|failed|fatal): \[")
 _RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
 _SPEED = re.compile(r"clock x([0-9.]+)")
 
@@ -128,6 +129,12 @@ def task_time(log: list[tuple[float, str]], prefix: str) -> float | None:
             nxt = next((u for u, ln in log[i + 1 :] if ln.startswith(("TASK [", "PLAY "))), None)
             return None if nxt is None else nxt - t
     return None
+
+
+def task_results(log: list[tuple[float, str]]) -> int:
+    """Task results the run printed (one per host and task, one per loop item): the unit of
+    ansible-playbook's work on the controller, whatever the hosts cost."""
+    return sum(1 for _, line in log if _RESULT.match(line))
 
 
 def recap(log: list[tuple[float, str]]) -> dict[str, dict[str, int]]:
@@ -283,6 +290,7 @@ class Figures:
     notes_ok: list[str] = field(default_factory=list)  # remarks
     cpu_controller: float = 0.0  # CPU s of ansible-playbook and everything it started
     cpu_machine: float = 0.0  # CPU s the machine was busy (test hosts, other work too)
+    results: int = 0  # task results printed (host x task, loop items apart)
 
 
 def measure(
@@ -328,6 +336,7 @@ def measure(
         fig.notes.append(str(exc))
         return fig
     fig.phases = {phase: t1 - t0 for phase, (t0, t1) in times.items()}
+    fig.results = task_results(log)
     rows = recap(log)
     fig.changed = sum(r["changed"] for r in rows.values())
     try:
@@ -367,9 +376,19 @@ def measure(
 # -- output -----------------------------------------------------------------------------------
 
 
+def per_result(f: Figures) -> tuple[str, str]:
+    """CPU ms per task result: the controller's, and the rest of the machine's (the test
+    hosts' module runs, the lab's services)."""
+    if not f.results:
+        return "-", "-"
+    host = max(f.cpu_machine - f.cpu_controller, 0.0)
+    return f"{1000 * f.cpu_controller / f.results:.0f}", f"{1000 * host / f.results:.0f}"
+
+
 def table(figs: list[Figures]) -> list[str]:
     cols = ("run", "forks", "wall s", *[f"{p} s" for p in PHASES], "changed", "check",
-            "ctl CPU s", "all CPU s", "load start", "load end")  # fmt: skip
+            "ctl CPU s", "all CPU s", "results", "ctl ms/result", "host ms/result",
+            "ctl floor s", "load start", "load end")  # fmt: skip
     rows = [cols]
     for f in figs:
         rows.append(
@@ -382,6 +401,9 @@ def table(figs: list[Figures]) -> list[str]:
                 "ok" if f.check_rc == 0 else f"FAIL({f.check_rc})",
                 f"{f.cpu_controller:.0f}",
                 f"{f.cpu_machine:.0f}",
+                str(f.results),
+                *per_result(f),
+                f"{f.cpu_controller / (os.cpu_count() or 1):.0f}",
                 f.load_start,
                 f.load_end,
             )
@@ -505,7 +527,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(figs)))
     print(
         "  ctl CPU: ansible-playbook and all it started (workers, ssh, controller-side modules);"
-        " all CPU: the machine's busy CPU seconds over the run (the test hosts run on it too)"
+        " all CPU: the machine's busy CPU seconds over the run (the test hosts run on it too);"
+        " results: task results printed (host x task; loop items apart); ctl floor: ctl CPU /"
+        " nproc, the wall the controller's share alone needs on this machine"
     )
     print()
     print("\n".join(deploy_lines(figs)))
