@@ -59,7 +59,7 @@ def _run(tmp_path: Path) -> dict:
     )
     done = subprocess.run(
         [PLAYBOOK, str(REPO / "playbooks" / "configure.yml"), "-i", str(inventory),
-         "--forks", "1",],
+         "--forks", "1"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

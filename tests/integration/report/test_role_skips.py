@@ -1,9 +1,9 @@
 """A role that skips says so as data, and the run report carries it (issue 10: "the report lists
 what each role skipped and why").
 
-Runs ansible-playbook with the report callback on three local hosts: roles applied the way the
-configure phase applies them (playbooks/tasks/apply_role.yml) announce their skips with
-``racksmith.core.role_skip``, exactly as the GPU-host roles do. Needs no root and no lab.
+Runs the real playbooks/configure.yml with the report callback on three local hosts: its roles
+announce their skips with ``racksmith.core.role_skip``, exactly as the GPU-host roles do.
+Needs no root and no lab.
 """
 
 from __future__ import annotations
@@ -57,19 +57,6 @@ SILENT = """
     reason: "{{ '' }}"
 """
 
-PLAY = """
-- name: "Phase configure: roles on every deployed host"
-  hosts: all
-  gather_facts: false
-  tags: [configure]
-  tasks:
-    - name: "Apply each role; the first that fails records why and stops this host"
-      ansible.builtin.include_tasks: {apply_role}
-      loop: {roles}
-      loop_control:
-        loop_var: racksmith_role
-"""
-
 HOSTS = {
     "cpu1": {"host_gpus": 0, "host_nvswitches": 0},
     "pcie1": {"host_gpus": 8, "host_nvswitches": 0},
@@ -81,14 +68,14 @@ def _run(tmp_path: Path, roles: list[str], *args: str) -> tuple[subprocess.Compl
     for name, tasks in (("gpu_stack", GPU_STACK), ("silent", SILENT)):
         (tmp_path / "roles" / name / "tasks").mkdir(parents=True, exist_ok=True)
         (tmp_path / "roles" / name / "tasks" / "main.yml").write_text(tasks)
-    play = tmp_path / "configure.yml"
-    play.write_text(
-        PLAY.format(apply_role=REPO / "playbooks" / "tasks" / "apply_role.yml", roles=roles)
-    )
     inventory = tmp_path / "hosts.json"
-    hostvars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    hostvars = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": sys.executable,
+        "ansible_become": False,  # configure.yml becomes root; these hosts are this process
+    }
     inventory.write_text(
-        json.dumps({"all": {"hosts": {h: {**v, **hostvars} for h, v in HOSTS.items()}}})
+        json.dumps({"maas_deployed": {"hosts": {h: {**v, **hostvars} for h, v in HOSTS.items()}}})
     )
     run_dir = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
@@ -100,7 +87,8 @@ def _run(tmp_path: Path, roles: list[str], *args: str) -> tuple[subprocess.Compl
         RACKSMITH_RUN_DIR=str(run_dir),
     )
     done = subprocess.run(
-        [PLAYBOOK, str(play), "-i", str(inventory), *args],
+        [PLAYBOOK, str(REPO / "playbooks" / "configure.yml"), "-i", str(inventory),
+         "-e", json.dumps({"racksmith_configure_roles": roles}), *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     return done, run_dir
