@@ -1,7 +1,7 @@
 """Ansible callback: per-host, per-phase rack report for every run, in its own directory.
 
 A thin adapter over :mod:`racksmith.report`. It gives each run a results directory
-(``runs/<timestamp>-<pid>/`` unless ``RACKSMITH_RUN_DIR`` is set) and exports
+(``<runs_dir>/<timestamp>-<pid>/`` unless ``RACKSMITH_RUN_DIR`` is set) and exports
 ``RACKSMITH_RUN_DIR`` so that playbooks and modules write their results (golden set, tickets,
 logs) into the same place. It keeps what each role says it skipped (the ``racksmith_skip``
 a ``racksmith.core.role_skip`` task returns). At the end it triages the failed hosts and
@@ -17,17 +17,53 @@ DOCUMENTATION = """
     type: aggregate
     short_description: per-host, per-phase rack report written to the run's own directory
     description:
-      - Creates runs/<timestamp>-<pid>/ (or uses RACKSMITH_RUN_DIR), exports RACKSMITH_RUN_DIR,
-        and at the end prints and saves what each phase did to each host, with a triaged
-        cause and a ticket for each failed host (JSON, text, HTML, Prometheus textfile).
+      - Creates <runs_dir>/<timestamp>-<pid>/ (or uses RACKSMITH_RUN_DIR), exports
+        RACKSMITH_RUN_DIR, and at the end prints and saves what each phase did to each host,
+        with a triaged cause and a ticket for each failed host (JSON, text, HTML, Prometheus
+        textfile).
       - Lists what each role skipped on each host and why, from the racksmith_skip result of
         every racksmith.core.role_skip task (docs/contracts.md, "What a role skips").
-      - Appends the run to the health history (runs/history.jsonl beside the run directory).
-      - While a batch module (racksmith.core.maas_fleet) waits, prints its progress from
-        progress.jsonl in the run directory; new failures at once, counts per state every
-        RACKSMITH_PROGRESS_INTERVAL seconds (default 30).
+      - Appends the run to the health history (history.jsonl beside the run directory).
     requirements:
       - the racksmith Python package
+    options:
+      runs_dir:
+        description:
+          - Where each run's directory and the health history (history.jsonl) go.
+          - Default, C(runs/) beside the playbook named on the command line; for a collection's
+            playbook (C(racksmith.core.site), or one in a collection's C(playbooks/)
+            directory), C(runs/) in the current directory, never inside the collection.
+          - RACKSMITH_RUN_DIR, when set, names the run's own directory and wins over this.
+        type: path
+        env:
+          - name: RACKSMITH_RUNS_DIR
+        ini:
+          - section: callback_racksmith_report
+            key: runs_dir
+      prom_path:
+        description:
+          - Also write the run's Prometheus textfile here, atomically (temporary file and
+            rename), for node-exporter's textfile collector (a C(.prom) file in its
+            C(--collector.textfile.directory)). Unset, only the run directory's report.prom.
+        type: path
+        env:
+          - name: RACKSMITH_PROM_PATH
+        ini:
+          - section: callback_racksmith_report
+            key: prom_path
+      ticket_url:
+        description:
+          - URL template of a ticket in a real tracker, linked from each failed host's row of
+            report.html. Fields in braces are filled in URL-encoded - C({host}),
+            C({cause}), C({title}), C({action}), C({run}), C({summary}) - for example
+            C(https://jira.example.com/secure/CreateIssueDetails!init.jspa?pid=10000&issuetype=1&summary={summary}).
+            Unset, the row links the run directory's Markdown ticket.
+        type: str
+        env:
+          - name: RACKSMITH_TICKET_URL
+        ini:
+          - section: callback_racksmith_report
+            key: ticket_url
 """
 
 import math
@@ -50,7 +86,18 @@ except ImportError as exc:  # the controller lacks the racksmith package: say so
 else:
     _IMPORT_ERROR = None
 
-_RUNS_ROOT = Path(__file__).resolve().parents[2] / "runs"
+
+def default_runs_dir(playbook: str | None, cwd: Path) -> Path:
+    """``runs/`` beside the playbook a person named, or in the current directory for a
+    collection's playbook: an installed collection is not the place for a site's results."""
+    if not playbook:
+        return cwd / "runs"
+    folder = (cwd / playbook).resolve().parent
+    in_collection = "ansible_collections" in folder.parts or (
+        folder.name == "playbooks"
+        and any((folder.parent / f).is_file() for f in ("galaxy.yml", "MANIFEST.json"))
+    )
+    return (cwd if in_collection else folder) / "runs"
 
 
 def _message(result: dict) -> str:
@@ -77,10 +124,30 @@ class CallbackModule(CallbackBase):
             )
             self.disabled = True
             return
+        self._report = None
+        self._phase = "other"
+        self._play = None
+        self._progress = None
+
+    def _option(self, name: str):
+        try:
+            return self.get_option(name)
+        except KeyError:  # options not loaded (a caller that skipped set_options)
+            return None
+
+    def v2_playbook_on_start(self, playbook):
+        if self._report is not None:  # several playbooks on one command line: one run
+            return
         run_dir = os.environ.get("RACKSMITH_RUN_DIR")
         if not run_dir:
             run_id = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}"
-            run_dir = str(_RUNS_ROOT / run_id)
+            root = self._option("runs_dir")
+            runs = (
+                Path(root)
+                if root
+                else default_runs_dir(getattr(playbook, "_file_name", None), Path.cwd())
+            )
+            run_dir = str(runs.resolve() / run_id)
             os.environ["RACKSMITH_RUN_DIR"] = run_dir  # inherited by lookups and local modules
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         self._report = RunReport(
@@ -88,11 +155,7 @@ class CallbackModule(CallbackBase):
             run_dir=run_dir,
             started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
-        self._phase = "other"
-        self._play = None
         self._progress = _ProgressThread(self._display, run_dir)
-
-    def v2_playbook_on_start(self, playbook):
         self._progress.start()
 
     # -- events ----------------------------------------------------------------------------

@@ -58,6 +58,9 @@ from racksmith.maas.auth import resolve_credentials
 from racksmith.maas.client import MaasClient
 
 REPO = Path(__file__).resolve().parents[2]
+#: The bench's own run directories and health history: never the checkout's runs/, whose
+#: history.jsonl ranks a site's golden hosts (a bench rack reuses the demo's host names).
+RUNS_ROOT = Path("/tmp/racksmith-bench-site-runs")
 
 BIN = Path(sys.executable).parent
 # The bench's own lab: must never collide with the demo lab (rslab0, 192.168.250,
@@ -455,7 +458,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-rerun", action="store_true", help="skip the changed=0 rerun")
     parser.add_argument("--cold-cache", action="store_true", help="empty the apt cache first")
     parser.add_argument("--inventory", type=Path, default=Path("/tmp/racksmith-bench-site"))
-    parser.add_argument("--runs-root", type=Path, default=REPO / "runs")
+    parser.add_argument(
+        "--runs-root",
+        type=Path,
+        default=RUNS_ROOT,
+        help=f"run directories and history.jsonl (default {RUNS_ROOT}; never the checkout's)",
+    )
     args = parser.parse_args(argv)
     servers = args.servers or (4 if args.quick else 64)
     faults = args.faults or ("1" if args.quick else "10%")
