@@ -1,0 +1,255 @@
+"""apt's own resolver over the recorded package indexes: every install each GPU-host role would
+make, for each source (Canonical's archive, NVIDIA's CUDA repository) and each driver branch.
+
+The indexes are ``tests/fixtures/apt-indexes/`` (real ``Packages`` stanzas with their
+provenance, see its README). Each case builds a private apt root (its own sources.list, lists
+and dpkg status, nothing of this machine's apt configuration), points it at flat ``file:``
+repositories made from those stanzas, runs ``apt-get update`` and then
+``apt-get -s install --no-install-recommends`` on the role's list. A name, a version pin or a
+dependency that the recorded index cannot satisfy makes apt refuse, and the test fails with
+apt's own words. No network: everything is a local file.
+
+What a role installs comes from :func:`racksmith.gpupkgs.install_plan` (the roles read the
+same function). Until that module exists this file's ``_LOCAL_PLAN`` stands in for it, and
+the test says so in its output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+INDEXES = Path(__file__).resolve().parents[1] / "fixtures" / "apt-indexes"
+SOURCES = ("ubuntu", "cuda")
+BRANCHES = ("535", "580")
+#: Which recorded indexes a host of each source sees once its roles have run: every host keeps
+#: Canonical's archive and NVIDIA's container toolkit repository, and the dcgm role adds the
+#: CUDA repository on either source (DCGM 4 and its exporter are only there). The driver's
+#: names differ per source (``-server`` packages and precompiled modules from Canonical), so
+#: one source's plan cannot silently resolve from the other's packages.
+ALL_INDEXES = ("ubuntu-jammy", "nvidia-container-toolkit", "cuda-ubuntu2204")
+SOURCE_INDEXES = {"ubuntu": ALL_INDEXES, "cuda": ALL_INDEXES}
+ARCHIVE_ONLY = ("ubuntu-jammy",)
+BASE_STATUS = INDEXES / "status" / "ubuntu-jammy"
+RECORD_KINDS = {"recorded", "recorded-partial", "documentation"}
+
+
+# --- the recorded stanzas ------------------------------------------------------------------
+
+
+def parse_stanzas(text: str) -> list[dict[str, str]]:
+    """Debian control paragraphs -> dicts (continuation lines joined with newlines)."""
+    stanzas = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        fields: dict[str, str] = {}
+        last = None
+        for line in block.splitlines():
+            if line[:1] in (" ", "\t") and last:
+                fields[last] += "\n" + line.strip()
+            elif ":" in line:
+                last, value = line.split(":", 1)
+                fields[last] = value.strip()
+            else:
+                raise ValueError(f"not a control line: {line!r}")
+        stanzas.append(fields)
+    return stanzas
+
+
+def index_files() -> list[Path]:
+    return sorted(INDEXES.glob("*/Packages"))
+
+
+def test_every_record_names_itself_and_says_where_it_was_read():
+    files = index_files()
+    assert {f.parent.name for f in files} >= {"ubuntu-jammy", "cuda-ubuntu2204"}
+    for path in [*files, BASE_STATUS]:
+        stanzas = parse_stanzas(path.read_text())
+        assert stanzas, f"{path}: no stanzas"
+        seen = set()
+        for s in stanzas:
+            where = f"{path.relative_to(INDEXES)}: {s.get('Package')}"
+            for key in ("Package", "Version", "Architecture", "X-Racksmith-Record"):
+                assert s.get(key), f"{where}: no {key}"
+            assert s["X-Racksmith-Record"] in RECORD_KINDS, where
+            if path != BASE_STATUS:
+                assert s.get("X-Racksmith-Source"), f"{where}: no provenance"
+                assert s.get("X-Racksmith-Read"), f"{where}: no reading date"
+            key = (s["Package"], s["Version"])
+            assert key not in seen, f"{where}: recorded twice"
+            seen.add(key)
+
+
+# --- a private apt root over the recorded indexes ----------------------------------------
+
+
+@dataclass(frozen=True)
+class AptRoot:
+    root: Path
+
+    def options(self) -> list[str]:
+        r = self.root
+        return [
+            "-o", f"Dir={r}",
+            "-o", f"Dir::State::status={r}/var/lib/dpkg/status",
+            "-o", "APT::Architecture=amd64",
+            "-o", "APT::Architectures::=amd64",
+            "-o", "Acquire::Languages=none",
+            "-o", "Debug::NoLocking=1",
+            "-o", f"Dir::Etc::TrustedParts={r}/etc/apt/trusted.gpg.d",
+            "-o", f"Dir::Etc::Trusted={r}/etc/apt/trusted.gpg",
+        ]  # fmt: skip
+
+    def apt(self, *args: str) -> subprocess.CompletedProcess:
+        # APT_CONFIG at an empty file: none of this machine's apt.conf is read
+        env = {**os.environ, "LC_ALL": "C", "APT_CONFIG": str(self.root / "apt.conf")}
+        return subprocess.run(["apt-get", *self.options(), *args], capture_output=True,
+                              text=True, check=False, env=env)  # fmt: skip
+
+    def simulate(self, specs: list[str]) -> subprocess.CompletedProcess:
+        return self.apt("-s", "-q", "install", "--no-install-recommends", *specs)
+
+
+def make_root(where: Path, indexes: tuple[str, ...], *, drop: tuple[str, ...] = ()) -> AptRoot:
+    """An apt root seeing ``indexes`` (directory names under the fixtures) as flat file: repos;
+    ``drop`` removes packages by name from the copies (to prove a missing dependency is seen)."""
+    if shutil.which("apt-get") is None:
+        pytest.fail("apt-get is not installed: the resolution test cannot run (apt is required)")
+    for sub in ("etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/apt.conf.d",
+                "etc/apt/trusted.gpg.d", "var/lib/apt/lists/partial",
+                "var/cache/apt/archives/partial", "var/lib/dpkg"):  # fmt: skip
+        (where / sub).mkdir(parents=True, exist_ok=True)
+    shutil.copy(BASE_STATUS, where / "var/lib/dpkg/status")
+    (where / "apt.conf").write_text("")
+    lines = []
+    for name in indexes:
+        repo = where / "repos" / name
+        repo.mkdir(parents=True)
+        stanzas = parse_stanzas((INDEXES / name / "Packages").read_text())
+        kept = [s for s in stanzas if s["Package"] not in drop]
+        for s in kept:
+            # apt's simulation wants to know where each .deb would come from; a record read from
+            # a package page has no Filename, so the copy gets one (never the fixture itself)
+            s.setdefault("Filename", f"./{s['Package']}_{s['Version'].split(':')[-1]}.deb")
+            s.setdefault("Size", "1")
+        (repo / "Packages").write_text(
+            "\n".join("".join(f"{k}: {v}\n" for k, v in s.items()) for s in kept)
+        )
+        lines.append(f"deb [trusted=yes] file:{repo} ./")
+    (where / "etc/apt/sources.list").write_text("\n".join(lines) + "\n")
+    root = AptRoot(where)
+    done = root.apt("-q", "update")
+    if done.returncode != 0:
+        pytest.fail(f"apt-get update over the recorded indexes failed:\n{done.stderr}")
+    return root
+
+
+def installs(done: subprocess.CompletedProcess) -> dict[str, str]:
+    """``Inst name (version ...)`` lines of a simulated install -> {name: version}."""
+    return dict(re.findall(r"^Inst (\S+) (?:\[\S+\] )?\((\S+) ", done.stdout, re.M))
+
+
+# --- what each role installs ---------------------------------------------------------------
+
+#: Stand-in for racksmith.gpupkgs.install_plan until the roles helper's module exists:
+#: {(source, branch): {role: [apt specs]}}, the names the recorded indexes carry.
+_LOCAL_PLAN = {
+    ("ubuntu", b): {
+        "nvidia_driver": [f"nvidia-driver-{b}-server", f"linux-modules-nvidia-{b}-server-generic",
+                          f"nvidia-utils-{b}-server"],
+        "dcgm": [f"nvidia-fabricmanager-{b}", f"libnvidia-nscq-{b}"],
+        "container_runtime": ["docker.io"],
+        "node_exporter": ["prometheus-node-exporter"],
+    }
+    for b in BRANCHES
+} | {
+    ("cuda", b): {
+        "nvidia_driver": ["cuda-keyring", f"cuda-drivers-{b}", f"nvidia-driver-{b}-open"],
+        "dcgm": [f"nvidia-fabricmanager-{b}", f"libnvidia-nscq-{b}",
+                 "datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-cuda12",
+                 "datacenter-gpu-manager-exporter"],
+        "container_runtime": ["docker.io", "nvidia-container-toolkit"],
+        "node_exporter": ["prometheus-node-exporter"],
+    }
+    for b in BRANCHES
+}  # fmt: skip
+
+
+def plan(source: str, branch: str) -> tuple[dict[str, list[str]], str]:
+    try:
+        from racksmith import gpupkgs
+    except ImportError:
+        return _LOCAL_PLAN[(source, branch)], "local plan (racksmith.gpupkgs not there yet)"
+    return gpupkgs.install_plan(source=source, branch=branch), "racksmith.gpupkgs.install_plan"
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def source_root(request, tmp_path_factory) -> tuple[str, AptRoot]:
+    source = request.param
+    return source, make_root(tmp_path_factory.mktemp(f"apt-{source}"), SOURCE_INDEXES[source])
+
+
+@pytest.mark.parametrize("branch", BRANCHES)
+def test_every_role_install_resolves_over_the_recorded_index(source_root, branch):
+    source, root = source_root
+    roles, origin = plan(source, branch)
+    print(f"{source} x {branch}: plan from {origin}")
+    assert roles, f"{source} x {branch}: the plan installs nothing"
+    for role, specs in roles.items():
+        if not specs:
+            continue
+        done = root.simulate(list(specs))
+        assert done.returncode == 0, (
+            f"{source} x {branch}: role {role} cannot install {specs} from the recorded index:\n"
+            f"{done.stdout[-2000:]}\n{done.stderr}"
+        )
+        got = installs(done)
+        for spec in specs:
+            name, _, version = spec.partition("=")
+            assert name in got, f"{role}: {name} not among what apt would install: {got}"
+            if version:
+                assert re.fullmatch(re.escape(version).replace(r"\*", ".*"), got[name]), (
+                    f"{role}: {spec} resolved to {got[name]}"
+                )
+        print(f"  {role}: {', '.join(f'{n}={v}' for n, v in sorted(got.items()))}")
+
+
+# --- and it can fail ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ubuntu_root(tmp_path_factory) -> AptRoot:
+    return make_root(tmp_path_factory.mktemp("apt-ubuntu-neg"), ARCHIVE_ONLY)
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        # the pin racksmith's container_runtime had: jammy now serves docker.io-app 29.1.3
+        ("docker.io=24.0.7-0ubuntu2~22.04.1", "Version '24.0.7-0ubuntu2~22.04.1' for 'docker.io'"),
+        # the archive keeps only the newest build: the old 535 pin is gone
+        ("nvidia-kernel-common-535-server=535.216.03-0ubuntu0.22.04.1", "Version '535.216.03"),
+        # fabric-manager-580 is the SOURCE package's name; the binary is nvidia-fabricmanager-580
+        ("fabric-manager-580", "Unable to locate package fabric-manager-580"),
+        # DCGM 4 is not in Canonical's archive: without the CUDA repository it cannot install
+        ("datacenter-gpu-manager-4-core", "Unable to locate package datacenter-gpu-manager-4-core"),
+    ],
+)
+def test_a_name_or_pin_the_index_does_not_serve_is_refused(ubuntu_root, spec, why):
+    done = ubuntu_root.simulate([spec])
+    assert done.returncode != 0, f"{spec} resolved although the recorded index lacks it"
+    assert why in done.stderr, done.stderr
+
+
+def test_a_dependency_missing_from_the_index_is_refused(tmp_path):
+    """Fabric manager 580 needs the driver's nvidia-kernel-common-580-server-<version>: without
+    the package that provides it, apt refuses, so Depends really are resolved."""
+    root = make_root(tmp_path, ARCHIVE_ONLY, drop=("nvidia-kernel-common-580-server",))
+    done = root.simulate(["nvidia-fabricmanager-580"])
+    assert done.returncode != 0
+    assert "nvidia-kernel-common-580-server-580.159.03" in done.stdout + done.stderr
