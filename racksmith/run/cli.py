@@ -3,7 +3,9 @@
 ``ansible-playbook site.yml`` stays the primary interface; this is the same run (same
 playbooks, ``ansible.cfg`` and report callback), with a live table of hosts per phase and
 state, the event stream kept in the run directory, the rack report at the end, and
-ansible-playbook's exit status.
+ansible-playbook's exit status. From the checkout it runs the checkout's playbooks; installed
+(pip and the collection), the collection's by name (``racksmith.core.site``) from the current
+directory, with that directory's ``ansible.cfg`` if any.
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ from pathlib import Path
 
 from racksmith.errors import UsageError
 from racksmith.optionspec import seconds
-from racksmith.run.runner import DEFAULT_INTERVAL, EVENTS_FILE, RunRequest, execute, repo_root
+from racksmith.run.runner import (
+    DEFAULT_INTERVAL,
+    EVENTS_FILE,
+    RunRequest,
+    execute,
+    in_checkout,
+    repo_root,
+)
 
 #: Playbooks by name, relative to the repository.
 PLAYBOOKS = {"site": "site.yml", "reprovision": "playbooks/reprovision.yml"}
+#: The same, as the installed collection names them.
+COLLECTION_PLAYBOOKS = {"site": "racksmith.core.site", "reprovision": "racksmith.core.reprovision"}
 #: Selections that are the whole inventory (the reprovision playbook refuses them too).
 _WHOLE = frozenset({"all", "*", "bmc_ok"})
 
@@ -44,7 +55,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run-dir",
         metavar="DIR",
-        help="where the run's events, report and progress go (default runs/<time>-<pid>/)",
+        help="where the run's events, report and progress go (default runs/<time>-<pid>/ of"
+        " the checkout, or of the current directory when racksmith is installed)",
     )
     parser.add_argument(
         "--interval",
@@ -58,11 +70,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _request(args: argparse.Namespace) -> RunRequest:
     root = repo_root()
-    playbook = root / PLAYBOOKS[args.playbook]
-    config = root / "ansible.cfg"
-    for needed in (playbook, config):
-        if not needed.is_file():
-            raise UsageError(f"run: {needed} not found (racksmith run needs the project tree)")
+    playbook: Path | str
+    config: Path | None
+    if in_checkout(root):
+        playbook, config, runs = root / PLAYBOOKS[args.playbook], root / "ansible.cfg", root
+        if not playbook.is_file():
+            raise UsageError(f"run: {playbook} not found in the checkout")
+    else:  # installed: the collection's playbook, from here, with this site's ansible.cfg
+        playbook, runs = COLLECTION_PLAYBOOKS[args.playbook], Path.cwd()
+        env_config = os.environ.get("ANSIBLE_CONFIG")
+        config = Path(env_config).resolve() if env_config else None
     if args.playbook == "reprovision":
         selected = {part.strip() for part in (args.limit or "").split(",") if part.strip()}
         if not selected or selected & _WHOLE:
@@ -76,7 +93,9 @@ def _request(args: argparse.Namespace) -> RunRequest:
         run_dir = Path(args.run_dir)
     else:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        run_dir = root / "runs" / f"{stamp}-{os.getpid()}"
+        # the report callback's runs_dir, as the environment sets it, else runs/
+        base = Path(os.environ.get("RACKSMITH_RUNS_DIR") or runs / "runs")
+        run_dir = base / f"{stamp}-{os.getpid()}"
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"run: --run-dir {run_dir}: not a directory")
     return RunRequest(

@@ -1,12 +1,17 @@
 """Start a playbook through ansible-runner and watch it: the I/O half of ``racksmith run``.
 
 The run directory holds everything of one run: ``events.jsonl`` (every ansible-runner event, one
-JSON object a line, in order: the event stream), the report callback's ``report.*`` and
-``progress.jsonl``, and ansible-runner's private data directory ``runner/`` (its
-``artifacts/<ident>/`` keeps ``stdout``, ``rc`` and ``status``; its per-event files are not
-written, ``events.jsonl`` replaces them). ansible-runner's ``command`` artifact records the
-whole environment, which may hold a BMC password or MAAS key, so its values are dropped as soon
-as it is written (names stay).
+JSON object a line, in order: the event stream, without colour codes), the report callback's
+``report.*`` and ``progress.jsonl``, and ansible-runner's private data directory ``runner/``
+(its ``artifacts/<ident>/`` keeps ``stdout``, ``rc``, ``status`` and ``job_events/``, one file
+per event as AWX reads them). ansible-runner's ``command`` artifact records the whole
+environment, which may hold a BMC password or MAAS key, so its values are dropped as soon as it
+is written (names stay).
+
+Two layouts: from the checkout (``site.yml`` beside the package) the checkout's playbooks and
+``ansible.cfg``; installed (``pip install racksmith`` and the collection racksmith.core), the
+collection's playbooks by name (``racksmith.core.site``) from the current directory, with its
+``ansible.cfg`` if it has one (or ``ANSIBLE_CONFIG``), and the report callback enabled by name.
 
 The screen: on a terminal, lines that matter (phases, failures, progress of the MAAS batches)
 scroll above a table of hosts per phase and state that is redrawn in place; otherwise plain
@@ -37,20 +42,40 @@ DEFAULT_INTERVAL = 30.0
 _REDRAW = 0.5  # seconds between two redraws of the live table
 
 
+#: The report callback by its collection name (the installed layout enables it so).
+CALLBACK = "racksmith.core.racksmith_report"
+
+
 def repo_root() -> Path:
     """The checkout (or installed tree) holding ``ansible.cfg``, ``site.yml`` and ``playbooks/``."""
     return Path(__file__).resolve().parents[2]
 
 
+def in_checkout(root: Path | None = None) -> bool:
+    """Whether the package runs from the project's checkout (its site.yml and ansible.cfg are
+    beside it), or installed, where the playbooks come from the collection racksmith.core."""
+    root = root or repo_root()
+    return (root / "site.yml").is_file() and (root / "ansible.cfg").is_file()
+
+
 @dataclass(frozen=True)
 class RunRequest:
-    playbook: Path
+    #: A playbook file, or a collection playbook's name (``racksmith.core.site``).
+    playbook: Path | str
     inventory: str
     run_dir: Path
     limit: str | None = None
     tags: str | None = None
-    ansible_config: Path | None = None  # default: the repository's ansible.cfg
+    #: default: the checkout's ansible.cfg; None for a collection playbook: Ansible's own search
+    ansible_config: Path | None = None
     interval: float = DEFAULT_INTERVAL
+    #: where ansible-playbook runs (relative paths of the inventory and ansible.cfg); default the
+    #: checkout for a playbook file, the current directory for a collection playbook
+    project_dir: Path | None = None
+
+    @property
+    def by_name(self) -> bool:
+        return isinstance(self.playbook, str)
 
 
 @dataclass(frozen=True)
@@ -103,17 +128,28 @@ def _scrub_command_artifact(artifact_dir: Path) -> None:
 
 
 def _envvars(request: RunRequest) -> dict[str, str]:
-    config = request.ansible_config or repo_root() / "ansible.cfg"
     bin_dir = str(Path(sys.executable).parent)  # ansible-playbook of this environment first
-    return {
-        # ansible-runner puts its own callback directory in this variable, which overrides
-        # ansible.cfg's callback_plugins: name ours here so the report callback still runs
-        "ANSIBLE_CALLBACK_PLUGINS": str(repo_root() / "plugins" / "callback"),
+    env = {
         "RACKSMITH_RUN_DIR": str(request.run_dir),
-        "ANSIBLE_CONFIG": str(config),
         "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
         "RACKSMITH_PROGRESS_INTERVAL": f"{request.interval:g}",
+        # events and job_events/ as AWX keeps them: text without terminal colour codes
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
     }
+    if request.by_name:
+        # installed: the site's own ansible.cfg (or ANSIBLE_CONFIG) and the callback by name,
+        # unless the site enables callbacks itself
+        if request.ansible_config:
+            env["ANSIBLE_CONFIG"] = str(request.ansible_config)
+        if not os.environ.get("ANSIBLE_CALLBACKS_ENABLED"):
+            env["ANSIBLE_CALLBACKS_ENABLED"] = CALLBACK
+        return env
+    # ansible-runner puts its own callback directory in this variable, which overrides
+    # ansible.cfg's callback_plugins: name ours here so the report callback still runs
+    env["ANSIBLE_CALLBACK_PLUGINS"] = str(repo_root() / "plugins" / "callback")
+    env["ANSIBLE_CONFIG"] = str(request.ansible_config or repo_root() / "ansible.cfg")
+    return env
 
 
 def execute(
@@ -138,7 +174,7 @@ def execute(
         events_file.write(json.dumps(event, default=str) + "\n")
         events_file.flush()
         inbox.put(event)
-        return False  # events.jsonl is the stream: no second copy per event in artifacts/
+        return True  # and ansible-runner writes it to job_events/, as AWX reads events
 
     def on_status(status: dict[str, Any], runner_config: Any = None) -> None:
         if status.get("status") != "starting":
@@ -148,11 +184,13 @@ def execute(
     screen = _Screen(out, tty)
     tail = ProgressTail(progress_path(str(run_dir)))
     batches = ProgressPrinter(request.interval)
-    screen.show([f"run: {request.playbook.name} -> {run_dir}"])
+    name = request.playbook if request.by_name else request.playbook.name
+    project = request.project_dir or (Path.cwd() if request.by_name else repo_root())
+    screen.show([f"run: {name} -> {run_dir}"])
     try:
         thread, runner = ansible_runner.run_async(
             private_data_dir=str(private),
-            project_dir=str(repo_root()),
+            project_dir=str(project),
             playbook=str(request.playbook),
             inventory=request.inventory,
             limit=request.limit,

@@ -58,7 +58,11 @@ def test_tiny_playbook_through_ansible_runner(tmp_path, inventory, monkeypatch):
     assert (run_dir / "report.json").is_file()
     assert outcome.report_text and "FAILED:configure" in outcome.report_text
     assert (run_dir / "runner" / "artifacts" / "racksmith" / "rc").read_text().strip() == "2"
-    assert not list((run_dir / "runner" / "artifacts" / "racksmith" / "job_events").iterdir())
+    # AWX reads events from job_events/: one file per event, the same events, no colour codes
+    job_events = sorted((run_dir / "runner" / "artifacts" / "racksmith" / "job_events").iterdir())
+    assert len(job_events) == len(events)
+    assert {json.loads(p.read_text())["uuid"] for p in job_events} == {e["uuid"] for e in events}
+    assert "\x1b[" not in outcome.events.read_text()
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert CANARY not in path.read_text(errors="replace"), path
@@ -91,3 +95,37 @@ def test_reprovision_needs_an_explicit_limit(tmp_path, limit):
 def test_missing_inventory_is_a_usage_error(tmp_path):
     done = _cli("site", "-i", str(tmp_path / "nope"), "--run-dir", str(tmp_path / "r"))
     assert done.returncode == 2 and str(tmp_path / "nope") in done.stderr
+
+
+def test_installed_a_collection_playbook_runs_by_name_from_the_current_directory(
+    tmp_path, inventory, monkeypatch
+):
+    """As after ``pip install racksmith`` + the collection: no checkout, the playbook by name,
+    the site's directory as the project, the report callback enabled by its name."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+    monkeypatch.delenv("ANSIBLE_CALLBACKS_ENABLED", raising=False)
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")  # the site's own, no racksmith settings
+    run_dir = tmp_path / "run"
+    request = RunRequest("racksmith.core.summary", inventory, run_dir)
+    outcome = execute(request, io.StringIO(), tty=False)
+    assert outcome.rc == 0, (run_dir / "runner" / "artifacts" / "racksmith" / "stdout").read_text()
+    assert (run_dir / "report.json").is_file()  # the callback ran, enabled by name
+    events = [json.loads(line) for line in outcome.events.read_text().splitlines()]
+    (stats,) = [e for e in events if e["event"] == "playbook_on_stats"]
+    summary = stats["event_data"]["artifact_data"]["racksmith"]  # set_stats, as AWX gets it
+    assert summary["hosts"] == 2 and summary["results"] == {"INCOMPLETE": 2}
+    assert summary["run_dir"] == str(run_dir)
+
+
+def test_cli_installed_uses_the_collection_playbooks(tmp_path, monkeypatch):
+    from racksmith.run import cli
+
+    monkeypatch.setattr(cli, "in_checkout", lambda root=None: False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RACKSMITH_RUNS_DIR", raising=False)
+    parser = __import__("argparse").ArgumentParser()
+    cli.configure(parser)
+    request = cli._request(parser.parse_args(["site", "-i", "a,b,"]))
+    assert request.playbook == "racksmith.core.site"
+    assert request.run_dir.parent == tmp_path / "runs"
