@@ -204,6 +204,12 @@ def _fabricmanager(source: str, branch: str, version: str, nvlink5: bool) -> lis
     return specs + (["nvlsm"] if nvlink5 else [])
 
 
+def dcgm_packages(dcgm_major: int, cuda_major: int = 12) -> dict[str, list[str]]:
+    """DCGM's host engine and exporter packages for a DCGM major (the dcgm role's names)."""
+    engine, exporter = _dcgm(int(dcgm_major), int(cuda_major))
+    return {"dcgm": engine, "exporter": exporter}
+
+
 def _dcgm(dcgm_major: int, cuda_major: int) -> tuple[list[str], list[str]]:
     if dcgm_major == 4:
         return [f"datacenter-gpu-manager-4-cuda{cuda_major}"], ["datacenter-gpu-manager-exporter"]
@@ -294,3 +300,29 @@ def install_plan(
         "container_runtime": list(chosen.container_runtime),
         "dcgm": [*chosen.dcgm, *chosen.dcgm_exporter],
     }
+
+
+def parse_policy(text: str) -> dict[str, str | None]:
+    """``apt-cache policy NAME...`` -> name -> candidate version (None where apt has none).
+
+    A name apt has never heard of prints nothing at all; the caller treats a missing name as
+    unknown. Why the roles ask: in check mode on a new host a repository the run adds (the CUDA
+    repository, the toolkit's) is not in the package lists yet, so the role reports what it would
+    install instead of failing or ignoring an error.
+    """
+    found: dict[str, str | None] = {}
+    name = None
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line.rstrip().endswith(":"):
+            name = line.rstrip()[:-1]
+            found[name] = None
+        elif name and line.strip().startswith("Candidate:"):
+            value = line.split(":", 1)[1].strip()
+            found[name] = None if value == "(none)" else value
+    return found
+
+
+def unknown_packages(specs: list[str] | tuple[str, ...], policy: str) -> list[str]:
+    """The specs whose package apt has no candidate for (``apt-cache policy`` output)."""
+    candidates = parse_policy(policy)
+    return [spec for spec in specs if not candidates.get(spec.split("=", 1)[0])]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 try:
-    from racksmith.gpupkgs import PlanError, plan
+    from racksmith.gpupkgs import PlanError, dcgm_packages, plan, unknown_packages
 except ImportError as exc:  # the controller lacks the racksmith package: say so when used
     plan = None
     _IMPORT_ERROR: ImportError | None = exc
@@ -104,6 +104,27 @@ def gpu_install_plan(source, branch, **options):
         raise AnsibleFilterError(f"gpu_install_plan: {exc}") from exc
 
 
+def apt_unknown(specs, policy):
+    """The install specs apt has no candidate for, from ``apt-cache policy`` output."""
+    if plan is None:
+        raise AnsibleFilterError(f"apt_unknown needs the racksmith Python package: {_IMPORT_ERROR}")
+    return unknown_packages(list(specs or []), str(policy or ""))
+
+
+def gpu_dcgm_packages(dcgm_major, cuda_major=12):
+    """DCGM's engine and exporter package names for a DCGM major."""
+    if plan is None:
+        raise AnsibleFilterError(f"gpu_dcgm_packages needs the racksmith package: {_IMPORT_ERROR}")
+    try:
+        return dcgm_packages(int(dcgm_major), int(cuda_major))
+    except (PlanError, ValueError) as exc:
+        raise AnsibleFilterError(f"gpu_dcgm_packages: {exc}") from exc
+
+
 class FilterModule:
     def filters(self):
-        return {"gpu_install_plan": gpu_install_plan}
+        return {
+            "gpu_install_plan": gpu_install_plan,
+            "gpu_dcgm_packages": gpu_dcgm_packages,
+            "apt_unknown": apt_unknown,
+        }

@@ -206,3 +206,26 @@ def test_filter_returns_the_plan_and_names_itself_on_refusal():
         flt("ubuntu", "535", version="535.216.03")
     with pytest.raises(AnsibleFilterError, match=r"gpu_install_plan: .*unexpected keyword"):
         flt("ubuntu", "535", colour="red")
+
+
+POLICY = """\
+nvidia-utils-535-server:
+  Installed: (none)
+  Candidate: 535.274.02-0ubuntu0.22.04.1
+  Version table:
+     535.274.02-0ubuntu0.22.04.1 500
+        500 http://archive.ubuntu.com/ubuntu jammy-updates/restricted amd64 Packages
+libnvidia-nscq-535:
+  Installed: (none)
+  Candidate: (none)
+  Version table:
+"""
+
+
+def test_apt_policy_names_what_apt_cannot_install_yet():
+    """apt-cache policy prints nothing for a name it never heard of, and "(none)" for one
+    without a candidate: both are unknown, so check mode reports instead of failing."""
+    flt = plugin_filters("plugins/filter/gpupkgs.py")["apt_unknown"]
+    specs = ["nvidia-utils-535-server", "libnvidia-nscq-535", "nvidia-fabricmanager-535=535.1-*"]
+    assert flt(specs, POLICY) == ["libnvidia-nscq-535", "nvidia-fabricmanager-535=535.1-*"]
+    assert flt(specs[:1], POLICY) == []
