@@ -217,6 +217,26 @@ def test_every_role_install_resolves_over_the_recorded_index(source_root, branch
                     f"{role}: {spec} resolved to {got[name]}"
                 )
         print(f"  {role}: {', '.join(f'{n}={v}' for n, v in sorted(got.items()))}")
+        check_same_driver_version(f"{source} x {branch}: {role}", got)
+
+
+def _upstream(version: str) -> str:
+    return version.split(":")[-1].split("-")[0]
+
+
+def check_same_driver_version(where: str, got: dict[str, str]) -> None:
+    """Fabric manager and NSCQ must be exactly the driver's version (NVIDIA's fabric manager
+    guide): whatever apt picks for them has to carry the upstream version of nvidia-utils."""
+    utils = [v for n, v in got.items() if n.startswith("nvidia-utils-")]
+    if not utils:
+        return
+    driver = _upstream(utils[0])
+    for name, version in got.items():
+        if name.startswith(("nvidia-fabricmanager", "libnvidia-nscq")):
+            assert _upstream(version) == driver, (
+                f"{where}: {name} {version} does not match the driver {driver}: apt picked "
+                "another source's build (pin the fabric manager to the driver's version)"
+            )
 
 
 # --- and it can fail ---------------------------------------------------------------------
