@@ -28,6 +28,7 @@ KNOWN_KEYS = frozenset(
         "gpu",
         "nvswitch",
         "versions",
+        "firmware",
         "hcas",
         "nvme",
         "disks",

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from .checks import CheckContext, CheckSpec, Facts, SourceError
 from .host import Host
 from .outcome import CheckResult, Finding, skipped, unknown
+from .parsers.smi_xml import Unreadable
 from .profile import Profile
 
 DEFAULT_DEADLINE_S = 60.0
@@ -78,6 +79,10 @@ def _run_one(spec: CheckSpec, facts: Facts) -> CheckResult:
         findings: list[Finding] = list(spec.func(ctx))
     except SourceError as exc:
         findings = [unknown(str(exc))]
+    except Unreadable as exc:  # a field the check needs could not be read: never OK
+        from .checks.gpu import unreadable
+
+        findings = [unreadable(exc)]
     except Exception as exc:  # a bug in a check must not make the host look healthy
         findings = [
             unknown(

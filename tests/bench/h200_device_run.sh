@@ -17,6 +17,14 @@
 #             `gpu run --only stress`, on each GPU index in FAULT_GPUS in turn; the summary
 #             prints the verdict and the GPUs its findings name
 #   after     quick checks after the load
+#   probe     issue 23's raw inputs: `nvidia-smi -q -x`, --query-compute-apps, persistence
+#             mode, /sys/class/infiniband/*/fw_ver, ofed_info -s / DOCA, the kernel module
+#             flavour (open or proprietary), /proc/modules: saved as fixtures
+#   leftover  issue 23 item 1: a process (setsid) takes ~HOLD_GIB GiB on GPU 0 and sleeps, as
+#             one left over from a crashed job would; the same raw inputs are captured, the
+#             quick checks run (JSON and text) and the load checks and smoke test are asked to
+#             start on that host; the holder is killed by its pid after
+#   smoke1    the smoke test on one GPU (its MFU) after the quick checks on the clean host
 #   OUT=/tmp/h200 PROFILE=h200-x2-vm STEPS="env capture json fault" tests/bench/h200_device_run.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-out}
@@ -191,6 +199,69 @@ if has after; then
   step "quick checks after load"
   python3 -m racksmith.health check --profile "$PROFILE" --json > "$W/quick-after.json"; echo "exit $?"
   json_only "$W/quick-after.json"
+fi
+
+probe_into() {  # raw inputs of the issue-23 checks, into directory $1
+  local D=$1; mkdir -p "$D"; : > "$D/commands.txt"
+  pc() { local name=$1; shift; "$@" > "$D/$name" 2> "$D/$name.stderr"; local rc=$?
+         [ -s "$D/$name.stderr" ] || rm -f "$D/$name.stderr"; echo "$name rc=$rc : $*" >> "$D/commands.txt"; }
+  pc smi_q.xml nvidia-smi -q -x
+  pc smi_q.txt nvidia-smi -q
+  pc compute-apps.csv nvidia-smi --query-compute-apps=gpu_bus_id,gpu_uuid,pid,process_name,used_memory --format=csv
+  pc compute-apps-nounits.csv nvidia-smi --query-compute-apps=gpu_bus_id,gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits
+  pc query-mem.csv nvidia-smi --query-gpu=index,pci.bus_id,persistence_mode,memory.total,memory.used,memory.reserved,memory.free,vbios_version,inforom.img,inforom.oem --format=csv
+  pc nvidia-smi.txt nvidia-smi
+  pc driver-version.txt cat /proc/driver/nvidia/version
+  pc proc-modules.txt cat /proc/modules
+  pc ib-fw.txt sh -c 'ls -la /sys/class/infiniband 2>&1; for f in /sys/class/infiniband/*/fw_ver; do echo "$f: $(cat "$f")"; done'
+  pc ofed_info.txt sh -c 'command -v ofed_info && ofed_info -s; command -v doca-info; ls /opt/mellanox/doca 2>&1 | head; dpkg-query -W -f="\${Package} \${Version}\n" "doca-*" "mlnx-ofed*" "rdma-core" "ibverbs-providers" 2>&1 | head'
+  pc smi-persistence.txt nvidia-smi -q -d PERFORMANCE,MEMORY,PIDS
+  pc nvlink-s.txt nvidia-smi nvlink -s
+}
+if has probe; then
+  step "probe: raw inputs of the issue-23 checks on the clean host"
+  probe_into "$W/probe-clean"; cat "$W/probe-clean/commands.txt"; cat "$W/probe-clean/compute-apps.csv" "$W/probe-clean/query-mem.csv" "$W/probe-clean/ib-fw.txt" "$W/probe-clean/ofed_info.txt"
+  head -2 "$W/probe-clean/driver-version.txt"; grep -i persistence "$W/probe-clean/smi_q.txt"; head -5 "$W/probe-clean/nvlink-s.txt"
+fi
+if has quick-clean; then
+  step "quick checks on the clean host (profile $PROFILE)"
+  python3 -m racksmith.health check --profile "$PROFILE" --json > "$W/clean-quick.json"; echo "exit $?"
+  python3 -m racksmith.health check --profile "$PROFILE" -v | tee "$W/clean-quick.txt"
+  python3 tests/bench/bench_health.py --live --profile "$PROFILE" --runs 5 --out "$W/bench-live.json" | tee "$W/bench-live.txt"
+fi
+if has smoke1; then
+  step "smoke test on one GPU (clean host)"
+  timeout "${LOAD_TIMEOUT_S:-420}" python3 -m racksmith.gpu run -v --profile "$PROFILE" --only "${SMOKE_ONLY:-stress,smoke}" --stress-seconds "${STRESS_S:-15}" \
+    --smoke-steps "${SMOKE_STEPS:-300}" --smoke-gpus 1 --out "$W/smoke1" > "$W/smoke1.txt" 2>&1
+  echo "exit $?"; sed -n '/NOT FIT\|: FIT/,$p' "$W/smoke1.txt" | head -30
+fi
+if has leftover; then
+  step "leftover: a process holds ${HOLD_GIB:-125} GiB of GPU 0 and sleeps"
+  cat > "$W/hold.py" <<'EOF'
+"""A leftover of a crashed job: holds GIB GiB of GPU memory (plain cudaMalloc through
+PyTorch's allocator, written once) and sleeps until killed."""
+import sys, time, torch
+gib, ready = float(sys.argv[1]), sys.argv[2]
+held = torch.ones(int(gib * 2**30), dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+open(ready, "w").write(f"holding {held.numel() / 2**30:.1f} GiB\n")
+while True:
+    time.sleep(60)
+EOF
+  rm -f "$W/hold.ready"
+  setsid python3 "$W/hold.py" "${HOLD_GIB:-125}" "$W/hold.ready" > "$W/hold.log" 2>&1 < /dev/null &
+  holder=$!
+  for _ in $(seq 240); do [ -f "$W/hold.ready" ] && break; sleep 0.5; done
+  echo "holder pid $holder: $(cat "$W/hold.ready" 2>/dev/null || cat "$W/hold.log")"
+  probe_into "$W/probe-held"; cat "$W/probe-held/compute-apps.csv" "$W/probe-held/query-mem.csv"
+  python3 -m racksmith.health check --profile "$PROFILE" --json > "$W/held-quick.json"; echo "quick checks exit $?"
+  python3 -m racksmith.health check --profile "$PROFILE" -v | tee "$W/held-quick.txt"
+  timeout 300 python3 -m racksmith.gpu run --profile "$PROFILE" --only "${SMOKE_ONLY:-stress,smoke}" --stress-seconds 10 --smoke-steps 40 \
+    --smoke-gpus 1 --out "$W/held-load" > "$W/held-load.txt" 2>&1
+  echo "load checks exit $?"; head -40 "$W/held-load.txt"
+  kill "$holder"; for _ in $(seq 40); do kill -0 "$holder" 2>/dev/null || break; sleep 0.25; done
+  kill -0 "$holder" 2>/dev/null && kill -9 "$holder"
+  echo "holder $holder ended"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 fi
 
 tar czf "$OUT/h200-run.tar.gz" -C "$(dirname "$W")" run

@@ -36,7 +36,7 @@ class CheckSpec:
 REGISTRY: dict[str, CheckSpec] = {}
 
 #: Check modules in the order their checks appear in reports: GPUs first, host basics last.
-REPORT_ORDER = ("gpu", "links", "kernel", "infiniband", "host_checks")
+REPORT_ORDER = ("gpu", "firmware", "links", "kernel", "infiniband", "host_checks")
 
 
 def check(name: str, title: str, *, requires: str | None):

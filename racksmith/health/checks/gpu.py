@@ -3,9 +3,34 @@ exit code, ECC, row remapping, recovery action, clock-event reasons, versions, f
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..outcome import Finding, fail, ok, unknown, warn
-from ..parsers.smi_xml import Gpu
+from ..parsers.smi_xml import Gpu, SmiLog, Unreadable
 from . import CheckContext, check, sources
+
+UNREADABLE_REMEDY = (
+    "nvidia-smi could not read this field (an NVML error): read the kernel log for Xids, reset "
+    "the GPU or reboot, and re-run; if it stays unreadable the GPU or its driver is faulty."
+)
+
+
+def unreadable(exc: Unreadable, subject: str = "") -> Finding:
+    """The finding for a field a check needs and nvidia-smi could not read: UNKNOWN, named."""
+    return unknown(str(exc), UNREADABLE_REMEDY, subject)
+
+
+def per_gpu(log: SmiLog, judge: Callable[[Gpu], list[Finding]]) -> list[Finding]:
+    """``judge`` on every GPU; a GPU whose needed field is unreadable gives UNKNOWN naming the
+    field, and the other GPUs are still judged."""
+    out: list[Finding] = []
+    for gpu in log.gpus:
+        try:
+            out += judge(gpu)
+        except Unreadable as exc:
+            out.append(unreadable(exc, gpu.label))
+    return out
+
 
 #: nvidia-smi exit codes (nvidia-smi(1), "RETURN VALUE") and what to do about each.
 SMI_EXIT_CODES = {
@@ -44,15 +69,19 @@ def gpu_count(ctx: CheckContext) -> list[Finding]:
             )
         )
     models = _models(ctx)
-    for gpu in log.gpus:
+
+    def model(gpu: Gpu) -> list[Finding]:
         if models and gpu.name not in models:
-            findings.append(
+            return [
                 fail(
                     f"model {gpu.name!r} is not the expected {' or '.join(models)}",
                     "Use the profile for this host type, or replace the GPU.",
                     gpu.label,
                 )
-            )
+            ]
+        return []
+
+    findings += per_gpu(log, model)
     return findings or [ok(f"{len(log.gpus)} x {log.gpus[0].name if log.gpus else 'GPU'}")]
 
 
@@ -94,12 +123,15 @@ def nvidia_smi(ctx: CheckContext) -> list[Finding]:
 @check("ecc", "ECC mode and errors", requires="gpu")
 def ecc(ctx: CheckContext) -> list[Finding]:
     warn_at = int(ctx.profile.get("gpu.ecc.corrected_warn", 1000))
-    findings = []
-    for gpu in sources.smi(ctx).gpus:
-        findings += _ecc_of(gpu, warn_at)
+
+    def judge(gpu: Gpu) -> list[Finding]:
+        found = _ecc_of(gpu, warn_at)
         unc, corr = gpu.uncorrectable(), gpu.correctable()
         ctx.metrics[f'ecc_uncorrected_volatile{{gpu="{gpu.index}"}}'] = float(unc or 0)
         ctx.metrics[f'ecc_corrected_volatile{{gpu="{gpu.index}"}}'] = float(corr or 0)
+        return found
+
+    findings = per_gpu(sources.smi(ctx), judge)
     return findings or [ok("ECC enabled on every GPU; no uncorrectable errors")]
 
 
@@ -180,8 +212,8 @@ def _detail(counts: dict[str, int | None]) -> str:
 
 @check("row_remap", "Row remapping and retired pages", requires="gpu")
 def row_remap(ctx: CheckContext) -> list[Finding]:
-    findings = []
-    for gpu in sources.smi(ctx).gpus:
+    def judge(gpu: Gpu) -> list[Finding]:
+        findings: list[Finding] = []
         ctx.metrics[f'remapped_rows_uncorrectable{{gpu="{gpu.index}"}}'] = float(
             gpu.remap_uncorrectable or 0
         )
@@ -203,30 +235,35 @@ def row_remap(ctx: CheckContext) -> list[Finding]:
             )
         if gpu.remap_pending is None and gpu.remap_failure is None:
             findings.append(unknown("the row-remapping state is not reported", subject=gpu.label))
+        return findings
+
+    findings = per_gpu(sources.smi(ctx), judge)
     return findings or [ok("no pending or failed row remaps; no pages pending retirement")]
 
 
 @check("recovery_action", "GPU recovery action", requires="gpu")
 def recovery_action(ctx: CheckContext) -> list[Finding]:
-    findings = []
-    for gpu in sources.smi(ctx).gpus:
+    def judge(gpu: Gpu) -> list[Finding]:
         action = gpu.recovery_action
         if not action:
-            findings.append(
+            return [
                 unknown(
                     "the driver does not report gpu_recovery_action (needs driver R550 or later)",
                     "Upgrade the driver, or skip this check in the profile for this host type.",
                     gpu.label,
                 )
-            )
-        elif action != "None":
-            findings.append(
+            ]
+        if action != "None":
+            return [
                 fail(
                     f"the driver asks for recovery action {action!r}",
                     f"Do what it asks ({action}), then re-run the checks.",
                     gpu.label,
                 )
-            )
+            ]
+        return []
+
+    findings = per_gpu(sources.smi(ctx), judge)
     return findings or [ok("no recovery action requested")]
 
 
@@ -241,20 +278,34 @@ BAD_CLOCK_EVENTS = {
 
 @check("clock_events", "Clock-event (throttle) reasons and temperature", requires="gpu")
 def clock_events(ctx: CheckContext) -> list[Finding]:
-    findings = []
     max_temp = ctx.profile.get("gpu.max_temperature_c")
-    for gpu in sources.smi(ctx).gpus:
-        findings += clock_findings(gpu)
-        if gpu.temperature_c is not None:
-            ctx.metrics[f'gpu_temperature_celsius{{gpu="{gpu.index}"}}'] = float(gpu.temperature_c)
-            if max_temp is not None and gpu.temperature_c > max_temp:
-                findings.append(
-                    fail(
-                        f"{gpu.temperature_c} C, above the profile's {max_temp} C",
-                        "Check the chassis airflow, fans and inlet temperature.",
+
+    def judge(gpu: Gpu) -> list[Finding]:
+        found = clock_findings(gpu)
+        temp = gpu.temperature_c
+        if temp is None:
+            if max_temp is not None:  # a limit that cannot be compared is not met
+                found.append(
+                    unknown(
+                        "the GPU temperature is not reported (N/A): the "
+                        f"{max_temp} C limit cannot be checked",
+                        UNREADABLE_REMEDY,
                         gpu.label,
                     )
                 )
+            return found
+        ctx.metrics[f'gpu_temperature_celsius{{gpu="{gpu.index}"}}'] = float(temp)
+        if max_temp is not None and temp > max_temp:
+            found.append(
+                fail(
+                    f"{temp} C, above the profile's {max_temp} C",
+                    "Check the chassis airflow, fans and inlet temperature.",
+                    gpu.label,
+                )
+            )
+        return found
+
+    findings = per_gpu(sources.smi(ctx), judge)
     return findings or [ok("no hardware slowdown, thermal or power-brake clock events")]
 
 
@@ -332,14 +383,110 @@ def fabric_manager(ctx: CheckContext) -> list[Finding]:
                 "Install and start nvidia-fabricmanager at the driver's exact version.",
             )
         )
-    for gpu in sources.smi(ctx).gpus:
+
+    def judge(gpu: Gpu) -> list[Finding]:
         if (gpu.fabric_state, gpu.fabric_status) != ("Completed", "Success"):
-            findings.append(
+            return [
                 fail(
                     f"fabric state {gpu.fabric_state or 'N/A'}, "
                     f"status {gpu.fabric_status or 'N/A'}",
                     "Restart nvidia-fabricmanager; read its log for the failing NVSwitch.",
                     gpu.label,
                 )
-            )
+            ]
+        return []
+
+    findings += per_gpu(sources.smi(ctx), judge)
     return findings or [ok("Fabric Manager active; every GPU's fabric registration completed")]
+
+
+@check("persistence_mode", "Persistence mode on every GPU", requires="gpu")
+def persistence_mode(ctx: CheckContext) -> list[Finding]:
+    """Off, the driver tears a GPU down when its last client exits and sets it up again for the
+    next: seconds of latency per job start, and lost state (clocks, ECC counters in memory).
+    The stock nvidia-persistenced unit runs with --no-persistence-mode (issue 20)."""
+
+    def judge(gpu: Gpu) -> list[Finding]:
+        mode = gpu.persistence_mode
+        if mode == "Enabled":
+            return []
+        return [
+            fail(
+                f"persistence mode is {mode or 'not reported'}",
+                "Run nvidia-persistenced without --no-persistence-mode (configure phase, role "
+                "nvidia_driver); `nvidia-smi -pm 1` turns it on until the next reboot.",
+                gpu.label,
+            )
+        ]
+
+    findings = per_gpu(sources.smi(ctx), judge)
+    return findings or [ok("persistence mode enabled on every GPU")]
+
+
+#: Processes that may hold a GPU on a healthy idle host when the profile names none.
+DEFAULT_PROCESS_ALLOW = ("nv-hostengine",)
+#: Memory in use (MiB) an idle GPU may show when the profile says nothing: the driver's own
+#: use is under `reserved`, so `used` reads 0 MiB on an idle H200 (tests/fixtures/h200-x1).
+DEFAULT_MAX_USED_MIB = 1024
+
+
+def leftover_findings(
+    log: SmiLog, allow: tuple[str, ...] = DEFAULT_PROCESS_ALLOW, max_used_mib: int | None = None
+) -> list[Finding]:
+    """A GPU held by a process that is not on the allow-list, or with more memory in use than
+    the profile allows, is not fit: the next job's first allocation runs out of memory. Shared
+    by the quick check and the load checks (which refuse to start on such a host)."""
+    limit = DEFAULT_MAX_USED_MIB if max_used_mib is None else max_used_mib
+    allowed = {name.rsplit("/", 1)[-1] for name in allow}
+
+    def judge(gpu: Gpu) -> list[Finding]:
+        out = []
+        for proc in gpu.processes:
+            if proc.name.rsplit("/", 1)[-1] in allowed:
+                continue
+            memory = f"{proc.used_mib} MiB" if proc.used_mib is not None else "memory N/A"
+            out.append(
+                fail(
+                    f"process {proc.pid} ({proc.name}) holds the GPU: {memory}",
+                    f"A leftover of an earlier job: end it (`kill {proc.pid}`, or drain the "
+                    "host and reboot), or add it to gpu.processes.allow in the profile if it "
+                    "belongs there.",
+                    gpu.label,
+                )
+            )
+        used = gpu.memory_used_mib
+        if used is None:
+            out.append(unknown("memory in use is not reported (N/A)", UNREADABLE_REMEDY, gpu.label))
+        elif used > limit:
+            total = gpu.memory_total_mib
+            share = f" of {total} MiB" if total else ""
+            who = ", ".join(f"{p.pid} ({p.name})" for p in gpu.processes) or "no process listed"
+            out.append(
+                fail(
+                    f"{used} MiB{share} in use (limit {limit} MiB); processes: {who}",
+                    "Find what holds the memory (`nvidia-smi --query-compute-apps=pid,"
+                    "process_name,used_memory --format=csv`; a container's processes may not be "
+                    "listed) and end it, or reset the GPU.",
+                    gpu.label,
+                )
+            )
+        return out
+
+    return per_gpu(log, judge)
+
+
+@check("gpu_processes", "No leftover processes or memory in use on the GPUs", requires="gpu")
+def gpu_processes(ctx: CheckContext) -> list[Finding]:
+    log = sources.smi(ctx)
+    allow = tuple(ctx.profile.get("gpu.processes.allow", DEFAULT_PROCESS_ALLOW))
+    limit = ctx.profile.get("gpu.processes.max_used_mib", DEFAULT_MAX_USED_MIB)
+    findings = leftover_findings(log, allow, limit)
+    for gpu in log.gpus:
+        if "processes" not in gpu.unreadable and "memory_used_mib" not in gpu.unreadable:
+            ctx.metrics[f'gpu_processes{{gpu="{gpu.index}"}}'] = float(len(gpu.processes))
+            ctx.metrics[f'gpu_memory_used_mib{{gpu="{gpu.index}"}}'] = float(
+                gpu.memory_used_mib or 0
+            )
+    return findings or [
+        ok(f"no process outside the allow-list; memory in use under {limit} MiB on every GPU")
+    ]

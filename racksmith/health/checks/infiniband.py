@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from ..outcome import Finding, fail, ok, warn
-from ..parsers import sysfs
+from ..outcome import Finding, fail, ok, unknown, warn
+from ..parsers import rdma, sysfs
 from . import CheckContext, check, sources
 
 #: Counters whose growth means a bad link (cable, transceiver, port). Absent ones are skipped.
@@ -125,15 +125,74 @@ def _read_ports_again(ctx: CheckContext) -> list[sysfs.IbPort]:
     return out
 
 
-@check("gdr", "GPUDirect RDMA kernel module", requires="hcas.gdr")
+#: The GPUDirect RDMA paths NVIDIA supports, as ``hcas.gdr`` names them in a profile.
+GDR_PATHS = ("peermem", "dmabuf")
+
+
+@check("gdr", "GPUDirect RDMA path", requires="hcas.gdr")
 def gdr(ctx: CheckContext) -> list[Finding]:
+    """Which GPUDirect path is active, and whether NVIDIA supports it: ``nvidia-peermem`` over
+    MLNX_OFED or DOCA-OFED, or DMA-BUF with the open kernel modules (Linux 5.12+). peermem over
+    the distribution's inbox rdma-core is refused: NVIDIA documents MLNX_OFED/DOCA-OFED as its
+    prerequisite, and without it NCCL can fall back to copies through host memory unseen.
+    ``hcas.gdr``: ``true`` (either path), ``"peermem"`` or ``"dmabuf"`` (only that one)."""
+    wanted = ctx.profile.get("hcas.gdr")
+    allowed = GDR_PATHS if wanted is True else (wanted,)
+    if not set(allowed) <= set(GDR_PATHS):
+        return [
+            unknown(
+                f"hcas.gdr is {wanted!r}; expected true, 'peermem' or 'dmabuf'",
+                "Fix the profile.",
+            )
+        ]
     modules = sources.proc_modules(ctx)
-    for name in ("nvidia_peermem", "nv_peer_mem"):
-        if name in modules:
-            return [ok(f"{name} loaded")]
+    peermem = next((m for m in ("nvidia_peermem", "nv_peer_mem") if m in modules), None)
+    flavour = sources.driver_flavour(ctx)
+    if peermem:
+        stack = sources.ofed(ctx)
+        if stack is None:
+            return [
+                fail(
+                    f"{peermem} is loaded over the inbox rdma-core (no MLNX_OFED or DOCA-OFED: "
+                    "`ofed_info` is not installed): NVIDIA does not support GPUDirect RDMA "
+                    "through peermem on that stack",
+                    "Install DOCA-OFED (role gdr with its DOCA source), or use DMA-BUF with the "
+                    "open kernel modules and unload nvidia_peermem.",
+                )
+            ]
+        if "peermem" not in allowed:
+            return [
+                fail(
+                    f"GPUDirect path is {peermem} over {stack}; the profile wants DMA-BUF",
+                    "Unload nvidia_peermem and use the open kernel modules (DMA-BUF).",
+                )
+            ]
+        return [ok(f"GPUDirect RDMA path: {peermem} over {stack} ({flavour} kernel modules)")]
+    release = sources.kernel_release(ctx)
+    if flavour == "open" and rdma.kernel_at_least(release, 5, 12):
+        if "dmabuf" not in allowed:
+            return [
+                fail(
+                    "nvidia_peermem is not loaded (the GPUDirect path would be DMA-BUF); the "
+                    "profile wants peermem",
+                    "Load it (`modprobe nvidia_peermem`) and make it persistent (role gdr).",
+                )
+            ]
+        return [
+            ok(
+                f"GPUDirect RDMA path: DMA-BUF (open kernel modules, Linux {release}); "
+                "nvidia_peermem not loaded"
+            )
+        ]
+    why = (
+        "the proprietary kernel modules cannot export DMA-BUF"
+        if flavour != "open"
+        else f"Linux {release} is older than 5.12 (no DMA-BUF for RDMA)"
+    )
     return [
         fail(
-            "nvidia_peermem is not loaded: NCCL cannot use GPUDirect RDMA",
-            "Load it (`modprobe nvidia_peermem`) and make it persistent (configure phase, gdr).",
+            f"no GPUDirect RDMA path: nvidia_peermem is not loaded and {why}",
+            "Install DOCA-OFED and load nvidia_peermem (role gdr), or move to the open kernel "
+            "modules on Linux 5.12+ for DMA-BUF.",
         )
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..commands import CommandResult
 from ..outcome import Source
-from ..parsers import ParseError, kernel_log, nvlink, smi_xml, sysfs
+from ..parsers import ParseError, kernel_log, nvlink, rdma, smi_xml, sysfs
 from ..parsers.misc import ClockState
 from . import CheckContext, SourceError
 
@@ -187,3 +187,50 @@ def clock_state(ctx: CheckContext) -> ClockState:
             raise SourceError(f"adjtimex(2) failed: {exc}") from None
 
     return ctx.fact("clock", compute)
+
+
+OFED_INFO = ("ofed_info", "-s")
+TIMEOUTS[OFED_INFO] = 10.0
+
+
+def ofed(ctx: CheckContext):
+    """The OFED/DOCA-OFED release (``ofed_info -s``), or None when ``ofed_info`` is not
+    installed (inbox rdma-core). Any other failure is a SourceError."""
+
+    def compute():
+        result = ctx.host.run(OFED_INFO, TIMEOUTS[OFED_INFO])
+        source = command_source(result)
+        if result.missing:
+            return None, source
+        if not result.ok:
+            raise SourceError(result.describe_failure())
+        try:
+            return rdma.ofed_info(result.stdout), source
+        except ParseError as exc:
+            raise SourceError(f"cannot parse `ofed_info -s` output: {exc}") from None
+
+    return ctx.fact("ofed", compute)
+
+
+def driver_flavour(ctx: CheckContext) -> str:
+    """``open`` or ``proprietary`` NVIDIA kernel modules."""
+
+    def compute():
+        path = ctx.host.proc("driver/nvidia/version")
+        try:
+            return rdma.kernel_module_flavour(ctx.host.read(path)), Source(str(path), str(path))
+        except (OSError, ParseError) as exc:
+            raise SourceError(f"cannot read the NVIDIA driver flavour from {path}: {exc}") from None
+
+    return ctx.fact("driver_flavour", compute)
+
+
+def kernel_release(ctx: CheckContext) -> str:
+    def compute():
+        path = ctx.host.proc("sys/kernel/osrelease")
+        try:
+            return ctx.host.read(path).strip(), Source(str(path), str(path))
+        except OSError as exc:
+            raise SourceError(f"cannot read {path}: {exc}") from None
+
+    return ctx.fact("kernel_release", compute)

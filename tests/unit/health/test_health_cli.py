@@ -70,7 +70,7 @@ def test_json_report_and_prometheus_file(no_gpu_env, tmp_path):
     assert report["profile"]["name"] == "hgx-h200-8gpu"
     assert report["reasons"][0].split()[0] in ("UNKNOWN", "FAIL")
     names = [c["name"] for c in report["checks"]]
-    assert len(names) == len(set(names)) == 21
+    assert len(names) == len(set(names)) == 24
     text = prom.read_text()
     assert (
         f'racksmith_health_exit_code{{kind="quick",profile="hgx-h200-8gpu"}} {proc.returncode}'

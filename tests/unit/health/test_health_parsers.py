@@ -79,8 +79,10 @@ def test_smi_xml_counter_that_is_not_a_number_names_the_gpu():
         "<dram_uncorrectable>lots</dram_uncorrectable>",
         1,
     )
-    with pytest.raises(ParseError, match=r"GPU 0 \(00000000:00:06.0\).*'lots'"):
-        smi_xml.parse(broken)
+    gpu = smi_xml.parse(broken).gpus[0]  # the other fields stay readable
+    assert gpu.name == "NVIDIA H200"
+    with pytest.raises(ParseError, match=r"GPU 0 \(00000000:00:06.0\): ecc_volatile .*'lots'"):
+        gpu.uncorrectable()
 
 
 @pytest.mark.parametrize("capture", CAPTURES)
