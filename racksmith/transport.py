@@ -21,13 +21,16 @@ that thread).
 
 from __future__ import annotations
 
+import ipaddress
 import math
+import re
 import socket
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 import urllib3
@@ -41,6 +44,197 @@ _POLL = 0.05
 
 _HEADERS = "waiting for the status line and headers"
 _current = threading.local()
+
+# -- where a request may go: addresses, URLs, one origin -------------------------------------
+#
+# A password that opens every BMC, or a key that can erase every disk, goes only where the
+# operator pointed, decided here and never by the system resolver or a URL parser's guess:
+#
+# - a host that reads as a number in any base (``127.1``, ``0x7f000001``, ``017700000001``,
+#   with or without a trailing dot) is an address attempt: it must be a dotted quad, else it
+#   is refused; the resolver would quietly turn it into an address (WHATWG's "ends in a
+#   number" rule, plus whatever ``inet_aton`` takes);
+# - the unspecified addresses (``0.0.0.0``, ``::``) mean "this host" to a connect: refused;
+# - a URL carries no userinfo, no backslash, no control character, an ASCII port;
+# - every request of a conversation goes to the origin (scheme, host, port) it started with;
+#   a link from an answer is a path on that origin, or it is refused before anything is sent.
+
+_LDH_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOSTNAME = re.compile(rf"(?=.{{1,253}}$){_LDH_LABEL}(?:\.{_LDH_LABEL})*\.?", re.ASCII)
+_NUMBER = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*", re.ASCII)
+_PORT = re.compile(r"[0-9]{1,5}", re.ASCII)
+_UNSAFE = re.compile(r"[\x00-\x20\x7f\\]")
+
+
+class AddressError(ValueError):
+    """A host or URL that does not name exactly one place; the message quotes it."""
+
+
+class OriginError(ValueError):
+    """A link that would take a request (and its credentials) off the endpoint's origin."""
+
+
+def numeric_host(host: str) -> bool:
+    """True when ``host`` reads as a number to some resolver or URL parser: its last label
+    (trailing dots ignored) is decimal, octal or ``0x`` hex, or ``inet_aton`` accepts it.
+    Such a host is never a DNS name (RFC 1123 2.1); only a canonical dotted quad is usable."""
+    text = host.rstrip(".")
+    if not text:
+        return False
+    if _NUMBER.fullmatch(text.rsplit(".", 1)[-1]):
+        return True
+    try:
+        socket.inet_aton(text)
+    except (OSError, ValueError):  # ValueError: an embedded NUL
+        return False
+    return True
+
+
+def check_host(host: str, what: str, *, allow_names: bool = True) -> str:
+    """``host`` (IPv6 without brackets) if it names exactly one place, else
+    :class:`AddressError` naming ``what``: a dotted quad, an IPv6 address, or (when allowed)
+    an ASCII DNS name that is not numeric. Unspecified addresses are refused."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None:
+        if getattr(address, "ipv4_mapped", None) is not None:
+            address = address.ipv4_mapped
+        if address.is_unspecified:
+            raise AddressError(
+                f"{what}: {host!r} is the unspecified address (it means 'this host' to a "
+                "connect); give the endpoint's own address"
+            )
+        return host
+    if numeric_host(host) or not host.isascii():
+        raise AddressError(
+            f"{what}: {host!r} is not a dotted-quad IPv4 address (four decimal octets 0-255) "
+            "and is never treated as a host name"
+        )
+    if not HOSTNAME.fullmatch(host):
+        raise AddressError(f"{what}: {host!r} is not an address or a host name")
+    if not allow_names:
+        raise AddressError(f"{what}: {host!r}: host names are disabled; give an address")
+    return host
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Scheme, host and port of an endpoint: where every request of one conversation goes."""
+
+    scheme: str
+    host: str  # lower case; IPv6 without brackets
+    port: int
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.netloc}"
+
+
+def _port_of(netloc: str, scheme: str, what: str, text: str) -> int:
+    tail = netloc.rsplit("]", 1)[-1] if netloc.startswith("[") else netloc
+    _, colon, port = tail.rpartition(":") if ":" in tail else ("", "", "")
+    if not colon or port == "":
+        return 443 if scheme == "https" else 80
+    if not _PORT.fullmatch(port) or not 1 <= int(port) <= 65535:
+        raise AddressError(f"{what}: {text!r}: the port {port!r} is not a number 1-65535")
+    return int(port)
+
+
+def check_url(url: str, what: str, *, allow_names: bool = True) -> Origin:
+    """The origin of an endpoint URL (MAAS_URL, the UFM URL), by the rules above: http or
+    https, a host by :func:`check_host`, no userinfo, an ASCII port, nothing unprintable."""
+    text = url.strip()
+    if _UNSAFE.search(text):
+        raise AddressError(f"{what}: {url!r} holds a space, a control character or a backslash")
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise AddressError(f"{what}: {url!r} must be http://HOST[:PORT]/... or https://...")
+    if "@" in parts.netloc:
+        raise AddressError(
+            f"{what}: {url!r} carries a user name or password (user@host): put "
+            "credentials in the credentials file, never in the URL"
+        )
+    scheme = parts.scheme.lower()
+    host = (
+        parts.netloc[1:].partition("]")[0]
+        if parts.netloc.startswith("[")
+        else (parts.netloc.rpartition(":")[0] if ":" in parts.netloc else parts.netloc)
+    )
+    if parts.netloc.startswith("["):
+        tail = parts.netloc.partition("]")[2]
+        if not _is_ipv6(host) or (tail and not tail.startswith(":")):
+            raise AddressError(f"{what}: {url!r}: expected [IPv6] or [IPv6]:PORT")
+    port = _port_of(parts.netloc, scheme, what, url)
+    check_host(host, f"{what} {url!r}", allow_names=allow_names)
+    return Origin(scheme, host.lower().rstrip("."), port)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        return ipaddress.ip_address(text).version == 6
+    except ValueError:
+        return False
+
+
+def link_url(origin: Origin, link: object, what: str, *, aliases: tuple[str, ...] = ()) -> str:
+    """The URL to request for ``link`` (a path from our own code or a link from an answer:
+    ``@odata.id``, ``nextLink``, ``Location``) on ``origin``, never anywhere else.
+
+    A path must start with one ``/``. An absolute link is accepted only when it names this
+    very origin (``aliases``: other spellings of its host, e.g. the name an address was
+    resolved from) and is reduced to its path. Everything else (another host or port, ``http``
+    on an https endpoint, ``//host``, ``@host``, userinfo, a relative path, a backslash, a
+    control character) raises :class:`OriginError` naming ``what`` and the link, before any
+    request is built: the credentials go with every request of the conversation.
+    """
+    if not isinstance(link, str) or not link:
+        raise OriginError(f"{what}: link {link!r} is not a path")
+    if _UNSAFE.search(link):
+        raise OriginError(
+            f"{what}: link {link[:200]!r} holds a space, a control character or a backslash; "
+            "refused, nothing sent"
+        )
+    path = link
+    if not link.startswith("/"):
+        parts = urlsplit(link)
+        if "@" in parts.netloc:
+            raise OriginError(
+                f"{what}: link {link[:200]!r} carries userinfo (user@host); refused, nothing sent"
+            )
+        if not parts.scheme or not parts.netloc:
+            raise OriginError(
+                f"{what}: link {link[:200]!r} does not start with '/' (it would be glued onto "
+                f"{origin}); refused, nothing sent"
+            )
+        try:
+            other = check_url(link, what)
+        except AddressError as exc:
+            raise OriginError(f"{exc}; link refused, nothing sent") from None
+        hosts = {origin.host, *(a.lower().rstrip(".") for a in aliases)}
+        if other.scheme != origin.scheme or other.port != origin.port or other.host not in hosts:
+            raise OriginError(
+                f"{what}: link {link[:200]!r} leaves {origin} (it names {other}); the "
+                "credentials go to no other origin: refused, nothing sent"
+            )
+        path = link[len(parts.scheme) + 3 + len(parts.netloc) :] or "/"
+    if path.startswith("//"):
+        raise OriginError(
+            f"{what}: link {link[:200]!r} is scheme-relative (//host names another host); "
+            "refused, nothing sent"
+        )
+    if not path.startswith("/"):
+        path = "/" + path  # an absolute link with a query or fragment only
+    url = f"{origin.scheme}://{origin.netloc}{path}"
+    built = urlsplit(url)
+    if built.netloc != origin.netloc:  # belt and braces: the URL we send parses to our origin
+        raise OriginError(f"{what}: link {link[:200]!r} does not stay on {origin}; refused")
+    return url
 
 
 class LimitReached(Exception):
@@ -106,7 +300,6 @@ class _Track:
         if holder is not None:
             holder.conn = self
         return super().request(*args, **kwargs)  # type: ignore[misc]
-
 
 
 class _HTTPConnection(_Track, HTTPConnection):

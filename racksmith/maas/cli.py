@@ -86,7 +86,11 @@ def cmd_show(args: argparse.Namespace, client: MaasClient) -> int:
 def cmd_triage(args: argparse.Namespace, client: MaasClient) -> int:
     m = _machine(client, args.machine)
     phase = "deploy" if m.status.name.endswith("DEPLOYMENT") or m.distro_series else "commissioning"
-    print(json.dumps(triage.collect(client, m, phase).as_dict(), indent=2))
+    found = triage.collect(client, m, phase)
+    print(json.dumps(found.as_dict(), indent=2))
+    if found.unread:  # a cause named without the events is a guess: fail closed
+        print(f"error: MAAS gave no usable {'; '.join(found.unread)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -16,7 +16,11 @@ What it does that a bare ``requests`` call does not (maas-api.md §1, §2, §4, 
   non-idempotent call that times out is *not* repeated: the caller re-reads state first
   (a 504 from MAAS's proxy can hide a create that succeeded);
 * raises typed errors (:mod:`racksmith.maas.errors`) with status, body and ``Retry-After``,
-  with the key scrubbed out of every message.
+  with the key scrubbed out of every message;
+* sends the key to one origin only: ``MAAS_URL`` is held to the address rule of
+  :func:`racksmith.transport.check_url` (names allowed, numeric short forms such as
+  ``127.1`` or ``0x7f000001`` refused, no userinfo), and every request URL is checked to stay
+  on that origin before it is signed (:func:`racksmith.transport.link_url`).
 """
 
 from __future__ import annotations
@@ -132,6 +136,10 @@ class MaasClient:
         check_seconds("connect timeout", timeout[0])
         check_seconds("read timeout", timeout[1])
         check_seconds("deadline", deadline, allow_none=True)
+        try:
+            self.origin = transport.check_url(credentials.url, "MAAS URL")
+        except transport.AddressError as exc:
+            raise MaasConfigError(str(exc)) from None
         self.root = api_root(credentials.url)
         self._key: ApiKey = credentials.key
         self.verify = verify
@@ -204,7 +212,10 @@ class MaasClient:
         if path.startswith(("http://", "https://")) or ".." in path.split("/"):
             raise MaasConfigError("MAAS API paths are relative to the API root, without '..'")
         query = ([("op", op)] if op else []) + _pairs(params)
-        url = self.root + path.lstrip("/")
+        try:  # one origin: the key is signed into requests to MAAS_URL's origin only
+            url = transport.link_url(self.origin, self.root + path.lstrip("/"), "MAAS")
+        except transport.OriginError as exc:
+            raise MaasConfigError(str(exc)) from None
         if query:
             url += "?" + urlencode(query)
         shown = f"{path}{'?op=' + op if op else ''}"

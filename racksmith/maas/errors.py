@@ -108,6 +108,8 @@ class Triage:
     status_message: str = ""
     events: list[str] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
+    #: Evidence MAAS did not give in a usable form (the events answer); ``maas triage`` exits 1
+    unread: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -120,6 +122,7 @@ class Triage:
             "status_message": self.status_message,
             "events": list(self.events),
             "log_tail": list(self.log_tail),
+            "unread": list(self.unread),
         }
 
 

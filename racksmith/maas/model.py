@@ -17,16 +17,61 @@ from racksmith.maas.errors import MaasMalformedError
 T = TypeVar("T")
 
 
+class _WrongType(ValueError):
+    """A field of a MAAS record has a type no MAAS sends; the message names the field."""
+
+
+def _typed(data: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    """``data[key]`` when it is a ``kind`` (absent or null: ``default``), else a clear error
+    (before: "'str' object has no attribute 'get'" reached the operator)."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        want = {list: "a JSON list", dict: "a JSON object", int: "a number"}.get(kind, "text")
+        raise _WrongType(f"field {key!r} should be {want}, got {_kind(value)}")
+    return value
+
+
+def _objects(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    items = _typed(data, key, list, [])
+    for item in items:
+        if not isinstance(item, dict):
+            raise _WrongType(f"field {key!r} should list JSON objects, holds {_kind(item)}")
+    return items
+
+
+def _number(data: dict[str, Any], key: str, default: int | None = None) -> int:
+    """An integer field (MAAS sends numbers; a digit string is accepted too)."""
+    value = data.get(key)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value)
+    if value is None:
+        raise KeyError(key)
+    raise _WrongType(f"field {key!r} should be a number, got {_kind(value)}")
+
+
 def _guarded(what: str, build: Callable[[dict[str, Any]], T], data: Any) -> T:
-    """Run a record parser; any shape problem becomes one clear MaasMalformedError."""
+    """Run a record parser; any shape problem becomes one clear MaasMalformedError naming
+    the record and the field, never Python's own text."""
     if not isinstance(data, dict):
         raise MaasMalformedError(f"{what}: expected a JSON object, got {_kind(data)}")
     try:
         return build(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         ident = data.get("system_id") or data.get("id") or "?"
-        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)[:120]
-        raise MaasMalformedError(f"{what} {ident}: {detail}") from None
+        ident = ident if isinstance(ident, (str, int)) else "?"
+        if isinstance(exc, KeyError):
+            detail = f"missing field {exc}"
+        elif isinstance(exc, _WrongType):
+            detail = str(exc)
+        else:  # a shape this parser did not foresee: say so without Python's wording
+            detail = "a field has a type or value MAAS does not send"
+        raise MaasMalformedError(f"{what} {str(ident)[:40]}: {detail}") from None
 
 
 def _kind(data: Any) -> str:
@@ -141,16 +186,16 @@ class BlockDevice:
     @classmethod
     def _build(cls, data: dict[str, Any]) -> BlockDevice:
         return cls(
-            id=int(data["id"]),
+            id=_number(data, "id"),
             name=str(data.get("name") or ""),
             path=str(data.get("path") or ""),
             id_path=str(data.get("id_path") or ""),
             model=str(data.get("model") or ""),
             serial=str(data.get("serial") or ""),
-            size=int(data.get("size") or 0),
+            size=_number(data, "size", 0),
             type=str(data.get("type") or "physical"),
-            tags=tuple(data.get("tags") or ()),
-            partitions=len(data.get("partitions") or ()),
+            tags=tuple(str(t) for t in _typed(data, "tags", list, [])),
+            partitions=len(_typed(data, "partitions", list, [])),
             used_for=str(data.get("used_for") or ""),
         )
 
@@ -201,17 +246,20 @@ class Machine:
 
     @classmethod
     def _build(cls, data: dict[str, Any]) -> Machine:
-        interfaces = data.get("interface_set") or []
+        interfaces = _objects(data, "interface_set")
         macs = tuple(
             str(i.get("mac_address", "")).lower() for i in interfaces if i.get("mac_address")
         )
-        boot = data.get("boot_interface") or {}
-        boot_disk = data.get("boot_disk")
+        boot = _typed(data, "boot_interface", dict, {})
+        boot_disk = _typed(data, "boot_disk", dict, None)
+        status = _number(data, "status")
+        if status not in NodeStatus._value2member_map_:
+            raise _WrongType(f"field 'status' is {status}, not a MAAS node status")
         return cls(
             system_id=str(data["system_id"]),
             hostname=str(data.get("hostname") or ""),
             description=str(data.get("description") or ""),
-            status=NodeStatus(int(data["status"])),
+            status=NodeStatus(status),
             status_name=str(data.get("status_name") or ""),
             status_message=str(data.get("status_message") or ""),
             error_description=str(data.get("error_description") or ""),
@@ -221,15 +269,15 @@ class Machine:
             power_state=str(data.get("power_state") or "unknown"),
             macs=macs,
             boot_mac=str(boot.get("mac_address") or (macs[0] if macs else "")).lower(),
-            ip_addresses=tuple(str(ip) for ip in data.get("ip_addresses") or ()),
-            tag_names=tuple(data.get("tag_names") or ()),
+            ip_addresses=tuple(str(ip) for ip in _typed(data, "ip_addresses", list, [])),
+            tag_names=tuple(str(t) for t in _typed(data, "tag_names", list, [])),
             pool=_name(data.get("pool")),
             zone=_name(data.get("zone")),
             domain=_name(data.get("domain")),
             osystem=str(data.get("osystem") or ""),
             distro_series=str(data.get("distro_series") or ""),
             hwe_kernel=str(data.get("hwe_kernel") or ""),
-            boot_disk=BlockDevice.from_json(boot_disk) if isinstance(boot_disk, dict) else None,
+            boot_disk=BlockDevice.from_json(boot_disk) if boot_disk is not None else None,
             locked=bool(data.get("locked")),
         )
 
@@ -273,7 +321,7 @@ class Event:
     @classmethod
     def _build(cls, data: dict[str, Any]) -> Event:
         return cls(
-            id=int(data.get("id") or 0),
+            id=_number(data, "id", 0),
             level=str(data.get("level") or ""),
             created=str(data.get("created") or ""),
             type=str(data.get("type") or ""),

@@ -88,6 +88,7 @@ def collect(
 ) -> Triage:
     """Gather events and the relevant log; a failure to gather is noted, never raised."""
     notes: list[str] = []
+    unread: list[str] = []
     events: list[Event] = []
     try:
         events = parse_events(
@@ -97,6 +98,7 @@ def collect(
         )
     except (MaasError, ValueError) as exc:
         notes.append(f"(could not read events: {exc})")
+        unread.append(f"events: {client.redact(str(exc))}")
     result = "current-installation" if phase in ("deploy", "deploying") else "current-commissioning"
     log_text = ""
     try:
@@ -124,4 +126,5 @@ def collect(
         status_message=machine.status_message,
         events=[client.redact(e.line()) for e in events[:20]] + notes,
         log_tail=[client.redact(ln) for ln in tail],
+        unread=unread,
     )

@@ -28,6 +28,8 @@ import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from racksmith.transport import numeric_host
+
 DEFAULT_PORT = 443
 #: Refuse to expand more than this many targets from one inventory (a /8 typo is not a rack).
 MAX_TARGETS = 65536
@@ -35,7 +37,7 @@ MAX_TARGETS = 65536
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*\.?$")
 _NUMERIC = re.compile(r"^[0-9.]+$")  # every label numeric: an address attempt, never a name
-_IPV4_SHORT_RANGE = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3})-(\d{1,3})$")
+_IPV4_SHORT_RANGE = re.compile(r"^([0-9]{1,3}(?:\.[0-9]{1,3}){3})-([0-9]{1,3})$")
 
 Resolver = Callable[[str, int], str]
 
@@ -85,7 +87,7 @@ def is_ip(text: str) -> bool:
 def _ports(text: str | None, spec: str, default_port: int) -> range:
     if text is None or text == "":
         return range(default_port, default_port + 1)
-    match = re.fullmatch(r"(\d{1,5})(?:-(\d{1,5}))?", text)
+    match = re.fullmatch(r"([0-9]{1,5})(?:-([0-9]{1,5}))?", text)  # ASCII: no full-width digits
     if not match:
         raise TargetError(f"target {spec!r}: port {text!r} is not a number or a range N-M")
     low = int(match.group(1))
@@ -98,7 +100,7 @@ def _ports(text: str | None, spec: str, default_port: int) -> range:
 def _split_port(spec: str) -> tuple[str, str | None]:
     """Separate ``host[:ports]``; IPv6 must be in brackets."""
     if spec.startswith("["):
-        match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\](/\d{1,3})?(?::(.+))?", spec)
+        match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\](/[0-9]{1,3})?(?::(.+))?", spec)
         if not match:
             raise TargetError(f"target {spec!r}: expected [IPv6] or [IPv6]/PREFIX, then :PORT")
         return match.group(1) + (match.group(2) or ""), match.group(3)
@@ -118,21 +120,6 @@ def _ipv4(text: str, spec: str) -> ipaddress.IPv4Address:
         ) from None
 
 
-def _inet_aton_accepts(text: str) -> bool:
-    """True for what the C library would read as an IPv4 address (``0x7f.1``, ``127.1``): the
-    resolver would turn such a "name" into an address without asking DNS."""
-    try:
-        socket.inet_aton(text)
-    except (OSError, ValueError):  # ValueError: an embedded NUL
-        return False
-    return True
-
-
-def _numeric_tld(text: str) -> bool:
-    """A last label of digits is never a DNS name (RFC 1123 2.1, RFC 3696 2)."""
-    return text.rstrip(".").rsplit(".", 1)[-1].isdigit()
-
-
 class _Hosts:
     """The addresses of one spec, counted before they are listed."""
 
@@ -149,6 +136,8 @@ class _Hosts:
                 raise TargetError(f"target {spec!r}: {exc}") from None
             if self._network.version == 4:
                 _ipv4(host.split("/")[0], spec)  # no '10.1/16' shorthand either
+            if self._network.num_addresses <= 2 and self._network.network_address.is_unspecified:
+                raise TargetError(f"target {spec!r}: holds the unspecified address")
         elif re.fullmatch(r"[0-9.]+-[0-9.]+", host):
             first, _, last = host.partition("-")
             short = _IPV4_SHORT_RANGE.match(host)
@@ -157,6 +146,8 @@ class _Hosts:
             start, end = _ipv4(first, spec), _ipv4(last, spec)
             if int(end) < int(start):
                 raise TargetError(f"target {spec!r}: the range ends before it starts")
+            if start.is_unspecified:
+                raise TargetError(f"target {spec!r}: starts at the unspecified address 0.0.0.0")
             self._first, self._last = int(start), int(end)
         elif is_ip(host):
             address = ipaddress.ip_address(host)
@@ -164,9 +155,16 @@ class _Hosts:
                 _ipv4(host, spec)
             elif not spec.startswith("["):
                 raise TargetError(f"target {spec!r}: write IPv6 addresses in brackets")
+            elif address.ipv4_mapped is not None:  # [::ffff:127.0.0.1] is 127.0.0.1: one BMC
+                address = address.ipv4_mapped
+            if address.is_unspecified:
+                raise TargetError(
+                    f"target {spec!r}: {host!r} is the unspecified address (to a connect it "
+                    "means this host); give the BMC's own address"
+                )
             self._first = self._last = int(address)
             self._version = address.version
-        elif _NUMERIC.match(host) or _inet_aton_accepts(host) or _numeric_tld(host):
+        elif _NUMERIC.match(host) or numeric_host(host):
             raise TargetError(
                 f"target {spec!r}: {host!r} is not a dotted-quad IPv4 address "
                 "(four octets 0-255); it is never treated as a host name"

@@ -24,9 +24,17 @@ html       200 with an HTML page (a captive portal, a login page, the wrong port
 error500   500 with an HTML body
 echo       ``status`` (401 by default) whose JSON body echoes the whole request back,
            headers and body, the way some BMCs put the request into their error message
+routes     a scripted service: each request path is answered by the :class:`Route` of
+           ``routes`` whose key matches it (exact path, else the longest prefix; the query
+           counts when the key has one), else 404. A compromised BMC that hands out links to
+           another origin (``@odata.id``, ``nextLink``, a session ``Location``), a MAAS
+           whose events answer is unusable, a trickled logout: the body and the headers
+           (``{port}`` in them becomes the server's port) are the test's
 ========== ===================================================================================
 
-Use as a context manager: ``with HostileServer("trickle_body") as srv: srv.url``.
+Use as a context manager: ``with HostileServer("trickle_body") as srv: srv.url``. A second
+server in ``echo`` mode is the "collector" of the origin tests: whatever reaches it is what a
+hostile link would have stolen (``collector.seen`` must stay empty).
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ MODES = (
     "html",
     "error500",
     "echo",
+    "routes",
 )
 
 _HEAD_LIMIT = 1 << 20
@@ -68,6 +77,18 @@ class Seen:
 
 
 @dataclass
+class Route:
+    """One scripted answer of ``routes`` mode. ``body`` (bytes, or data sent as JSON) and the
+    header values may hold ``{port}``, the server's own port; ``trickle`` sends the body one
+    byte per ``interval`` (a BMC that trickles its logout)."""
+
+    status: int = 200
+    body: bytes | dict | list | str = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    trickle: bool = False
+
+
+@dataclass
 class HostileServer:
     """A threaded loopback server behaving as ``mode``; ``port=0`` picks a free port."""
 
@@ -79,6 +100,7 @@ class HostileServer:
     body: bytes | None = None  # overrides the body of wrong_shape / html / error500
     host: str = "127.0.0.1"
     port: int = 0
+    routes: dict[str, Route] = field(default_factory=dict)  # for ``routes``
     seen: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -255,6 +277,37 @@ class HostileServer:
     def _do_error500(self, conn: socket.socket, request: Seen) -> None:
         body = self.body or b"<html><body><h1>500 Internal Server Error</h1></body></html>"
         self._answer(conn, 500, "Internal Server Error", "text/html", body)
+
+    def _route(self, target: str) -> Route | None:
+        path = target.partition("?")[0]
+        for key in (target, path):
+            if key in self.routes:
+                return self.routes[key]
+        prefixes = [k for k in self.routes if target.startswith(k) or path.startswith(k)]
+        return self.routes[max(prefixes, key=len)] if prefixes else None
+
+    def _do_routes(self, conn: socket.socket, request: Seen) -> None:
+        route = self._route(request.path)
+        if route is None:
+            self._answer(conn, 404, "Not Found", "application/json", b'{"error": "no route"}')
+            return
+        body = route.body
+        if not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+        if isinstance(body, str):
+            body = body.encode()
+        body = body.replace(b"{port}", str(self.port).encode())
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+        headers.update({k: v.replace("{port}", str(self.port)) for k, v in route.headers.items()})
+        headers["Connection"] = "close"
+        conn.sendall(self._head(route.status, "Scripted", headers))
+        if not route.trickle:
+            conn.sendall(body)
+            return
+        for byte in body:
+            if not self._wait(self.interval):
+                return
+            conn.sendall(bytes([byte]))
 
     def _do_echo(self, conn: socket.socket, request: Seen) -> None:
         echoed = "\n".join(
