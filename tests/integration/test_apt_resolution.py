@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from racksmith.lab.debs.control import RECORD_KINDS, parse_stanzas
+
 INDEXES = Path(__file__).resolve().parents[1] / "fixtures" / "apt-indexes"
 SOURCES = ("ubuntu", "cuda")
 BRANCHES = ("535", "580")
@@ -37,32 +39,23 @@ ALL_INDEXES = ("ubuntu-jammy", "nvidia-container-toolkit", "cuda-ubuntu2204")
 SOURCE_INDEXES = {"ubuntu": ALL_INDEXES, "cuda": ALL_INDEXES}
 ARCHIVE_ONLY = ("ubuntu-jammy",)
 BASE_STATUS = INDEXES / "status" / "ubuntu-jammy"
-RECORD_KINDS = {"recorded", "recorded-partial", "documentation"}
 
 
 # --- the recorded stanzas ------------------------------------------------------------------
 
 
-def parse_stanzas(text: str) -> list[dict[str, str]]:
-    """Debian control paragraphs -> dicts (continuation lines joined with newlines)."""
-    stanzas = []
-    for block in re.split(r"\n\s*\n", text.strip()):
-        fields: dict[str, str] = {}
-        last = None
-        for line in block.splitlines():
-            if line[:1] in (" ", "\t") and last:
-                fields[last] += "\n" + line.strip()
-            elif ":" in line:
-                last, value = line.split(":", 1)
-                fields[last] = value.strip()
-            else:
-                raise ValueError(f"not a control line: {line!r}")
-        stanzas.append(fields)
-    return stanzas
-
-
 def index_files() -> list[Path]:
     return sorted(INDEXES.glob("*/Packages"))
+
+
+def test_the_lab_replays_the_same_toolkit_records():
+    """NVIDIA's container toolkit repository is one for every distribution: the lab's stand-in
+    repository (racksmith/lab/debs/index) carries the very records this test resolves."""
+    from racksmith.lab.debs.control import load_index
+
+    ours = {s["Package"]: s for s in parse_stanzas((INDEXES / "nvidia-container-toolkit" /
+                                                   "Packages").read_text())}  # fmt: skip
+    assert load_index("nvidia-container-toolkit") == ours
 
 
 def test_every_record_names_itself_and_says_where_it_was_read():

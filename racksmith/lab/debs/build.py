@@ -28,7 +28,7 @@ from racksmith.lab.errors import LabError
 from racksmith.lab.paths import cache_dir
 
 #: Bump when the build recipe itself (not the package data) changes.
-RECIPE = "racksmith-labrepo-1"
+RECIPE = "racksmith-labrepo-2"
 KEY_NAME = "racksmith-lab.asc"
 KEY_UID = "racksmith lab repository (LAB STAND-IN) <lab@racksmith.invalid>"
 READY = ".ready"
@@ -49,7 +49,7 @@ def digest(packages: Sequence[Package]) -> str:
         h.update(pkg.control(0).encode())
         h.update(pkg.repo.encode() + pkg.postinst.encode())
         for f in pkg.files:
-            h.update(f"{f.path}\0{f.mode:o}\0{f.conffile}\0".encode())
+            h.update(f"{f.path}\0{f.mode:o}\0{f.conffile}\0{f.link}\0".encode())
             h.update(hashlib.sha256(f.content).digest())
     return h.hexdigest()[:16]
 
@@ -76,6 +76,9 @@ def stage(pkg: Package, where: Path) -> Path:
     for f in pkg.files:
         target = root / f.path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
+        if f.link:
+            target.symlink_to(f.link)
+            continue
         target.write_bytes(f.content)
         target.chmod(f.mode)
         size += len(f.content)

@@ -1,15 +1,32 @@
-"""What each LAB STAND-IN package contains: names, versions, dependencies, files and units
-as NVIDIA ships them (pure data; :mod:`racksmith.lab.debs.build` turns it into .debs).
+"""What each LAB STAND-IN package contains (pure data; :mod:`racksmith.lab.debs.build` turns
+it into .debs).
 
-Versions match what racksmith pins: the container toolkit 1.17.8, DCGM 3.3.9 with
-dcgm-exporter 3.3.9-3.6.1, and fabric manager 535.216.03, the exact version of Debian 12's
-datacenter driver (fabric manager must match the driver exactly).
+Two halves, kept apart on purpose:
+
+- **metadata** (name, version, Pre-Depends/Depends/Provides/Conflicts/Breaks/Replaces,
+  section) is *generated from recorded package records* (``index/*.Packages.txt``, read by
+  :mod:`racksmith.lab.debs.control`), never written here: the lab's apt resolves exactly what a
+  site's apt would against NVIDIA's repositories, as far as the records go. Each package's
+  description says which record it replays and how that record was obtained.
+- **behaviour** (files, systemd units, maintainer scripts) is the stand-in's own: programs that
+  act like NVIDIA's as far as a GPU-less host allows and print ``LAB STAND-IN`` on every line.
+
+The lab's hosts run Debian 12, so the records are those of NVIDIA's ``debian12`` CUDA
+repository and its distribution-independent container toolkit repository; the Ubuntu 22.04
+records the resolution test uses are in ``tests/fixtures/apt-indexes/`` (same format).
+
+The shared Python module of the programs ships inside every package, in that package's own
+directory under ``/usr/lib/racksmith-lab-standin/`` beside its programs (``/usr/bin`` holds
+symlinks; Python puts the real directory on ``sys.path``), so no package needs a dependency
+its real counterpart does not have.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
+
+from racksmith.lab.debs.control import RELATIONS, load_index
 
 MAINTAINER = "racksmith lab <lab@racksmith.invalid>"
 STANDIN = "LAB STAND-IN"
@@ -20,12 +37,17 @@ TOOLKIT_REPO = "libnvidia-container/stable/deb/amd64"
 CUDA_REPO = "compute/cuda/repos/debian12/x86_64"
 
 
+#: Where each package's programs and its copy of the shared module live on the host.
+PRIVATE_DIR = "/usr/lib/racksmith-lab-standin"
+
+
 @dataclass(frozen=True)
 class File:
     path: str  # absolute path on the host
-    content: bytes
+    content: bytes = b""
     mode: int = 0o644
     conffile: bool = False
+    link: str = ""  # a symlink to this target instead of a file
 
 
 @dataclass(frozen=True)
@@ -36,10 +58,12 @@ class Package:
     description: str
     repo: str
     files: tuple[File, ...]
-    depends: tuple[str, ...] = ()
+    #: relation fields copied from the record ({"Depends": "...", ...})
+    relations: dict[str, str] = field(default_factory=dict)
     postinst: str = ""
     section: str = "utils"
-    extra: dict[str, str] = field(default_factory=dict)
+    #: how the metadata was obtained (the record's X-Racksmith-Record and -Source)
+    provenance: str = ""
 
     def control(self, installed_kib: int) -> str:
         lines = [
@@ -49,11 +73,12 @@ class Package:
             f"Maintainer: {MAINTAINER}",
             f"Installed-Size: {installed_kib}",
         ]
-        if self.depends:
-            lines.append(f"Depends: {', '.join(self.depends)}")
-        lines += [f"{k}: {v}" for k, v in self.extra.items()]
+        lines += [f"{k}: {self.relations[k]}" for k in RELATIONS if self.relations.get(k)]
         lines += [f"Section: {self.section}", "Priority: optional"]
-        body = "\n".join(f" {line}" if line else " ." for line in self.description.splitlines())
+        text = self.description
+        if self.provenance:
+            text += f"\n\nMetadata replayed from a package record: {self.provenance}"
+        body = "\n".join(f" {line}" if line else " ." for line in text.splitlines())
         lines.append(f"Description: {STANDIN}: {self.summary}\n{body}")
         return "\n".join(lines) + "\n"
 
@@ -149,144 +174,162 @@ TOPOLOGY_FILE_PATH=/usr/share/nvidia/nvswitch
 """
 
 
-COMMON = "racksmith-lab-standin-common"
-
-
-def common(repo: str) -> Package:
-    """The module every stand-in program imports (each repository carries its own copy)."""
-    return Package(
-        name=COMMON,
-        version="1.0",
-        summary="shared code of racksmith's stand-in programs",
-        description=_describe("the Python module that marks every printed line."),
-        repo=repo,
-        files=(
-            File(
-                "/usr/lib/python3/dist-packages/racksmith_standin.py",
-                _payload("racksmith_standin.py"),
-            ),
-        ),
-        depends=("python3",),
+def _programs(package: str, script: str, names: tuple[str, ...], version: str) -> tuple[File, ...]:
+    """``script`` (a payload file) installed once in the package's own directory with the
+    shared module and the package's version, and symlinked under each of ``names``."""
+    home = f"{PRIVATE_DIR}/{package}"
+    return (
+        File(f"{home}/{script}", _payload(script), 0o755),
+        File(f"{home}/racksmith_standin.py", _payload("racksmith_standin.py")),
+        File(f"{home}/VERSION", f"{version}\n".encode()),
+        *(File(f"/usr/bin/{name}", link=f"{home}/{script}") for name in names),
     )
 
 
-def toolkit(version: str = "1.17.8-1") -> list[Package]:
-    ctk = _payload("nvidia_ctk.py")
-    runtime = _payload("nvidia_container_runtime.py")
-    base = Package(
-        name="nvidia-container-toolkit-base",
-        version=version,
-        summary="NVIDIA Container Toolkit Base",
-        description=_describe(
-            "nvidia-ctk edits Docker's daemon.json like the real CLI; no GPU is configured."
+def _marker(package: str) -> tuple[File, ...]:
+    """A package with nothing to run on a GPU-less host (libraries): one file saying so."""
+    return (
+        File(
+            f"/usr/share/doc/{package}/LAB-STAND-IN",
+            f"{STANDIN}: {package} carries no NVIDIA software, only its metadata.\n".encode(),
         ),
-        repo=TOOLKIT_REPO,
-        depends=(COMMON,),
-        files=(
-            File("/usr/bin/nvidia-ctk", ctk, 0o755),
+    )
+
+
+_DCGM_UNIT = _unit(
+    "NVIDIA DCGM service",
+    "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm",
+    extra='User=root\nPrivateTmp=false\nEnvironment="DCGM_HOME_DIR=/var/log/nvidia-dcgm"\n'
+    "Restart=on-abort\n",
+)
+_EXPORTER_UNIT = _unit(
+    "NVIDIA DCGM exporter",
+    "/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv",
+    after="nvidia-dcgm.service",
+    extra="Restart=on-failure\nRestartSec=2\n",
+)
+_FM_UNIT = _unit(
+    "NVIDIA fabric manager service",
+    "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg",
+    after="network-online.target",
+)
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What a stand-in does, by package name; its metadata comes from the record."""
+
+    repo: str
+    what: str  # one sentence for the description
+    files: object  # (package name, version) -> tuple[File, ...]
+    postinst: str = ""
+
+
+#: Every stand-in racksmith builds. A name here without a record (or the reverse) is an error.
+BEHAVIOURS: dict[str, Behaviour] = {
+    "nvidia-container-toolkit-base": Behaviour(
+        TOOLKIT_REPO,
+        "nvidia-ctk edits Docker's daemon.json like the real CLI; no GPU is configured.",
+        lambda n, v: (
+            *_programs(n, "nvidia_ctk.py", ("nvidia-ctk",), v),
             File("/etc/nvidia-container-runtime/config.toml", _CTK_CONFIG, conffile=True),
         ),
-    )
-    full = Package(
-        name="nvidia-container-toolkit",
-        version=version,
-        summary="NVIDIA Container toolkit",
-        description=_describe(
-            "nvidia-container-runtime hands containers to runc unchanged (no GPU to inject)."
+    ),
+    "nvidia-container-toolkit": Behaviour(
+        TOOLKIT_REPO,
+        "nvidia-container-runtime hands containers to runc unchanged (no GPU to inject).",
+        lambda n, v: _programs(
+            n,
+            "nvidia_container_runtime.py",
+            ("nvidia-container-runtime", "nvidia-container-runtime-hook"),
+            v,
         ),
-        repo=TOOLKIT_REPO,
-        depends=(f"nvidia-container-toolkit-base (= {version})",),
-        files=(
-            File("/usr/bin/nvidia-container-runtime", runtime, 0o755),
-            File("/usr/bin/nvidia-container-runtime-hook", runtime, 0o755),
-        ),
-    )
-    return [common(TOOLKIT_REPO), base, full]
-
-
-def dcgm(version: str = "1:3.3.9", exporter_version: str = "3.3.9-3.6.1") -> list[Package]:
-    program = _payload("dcgm.py")
-    engine = Package(
-        name="datacenter-gpu-manager",
-        version=version,
-        summary="NVIDIA Data Center GPU Manager (DCGM)",
-        description=_describe(
-            "nv-hostengine listens on 127.0.0.1:5555 and serves no GPU data; dcgmi talks to it."
-        ),
-        repo=CUDA_REPO,
-        depends=(COMMON,),
-        files=(
-            File("/usr/bin/nv-hostengine", program, 0o755),
-            File("/usr/bin/dcgmi", program, 0o755),
-            File(
-                "/lib/systemd/system/nvidia-dcgm.service",
-                _unit(
-                    "NVIDIA DCGM service",
-                    "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm",
-                    extra='User=root\nPrivateTmp=false\nEnvironment="DCGM_HOME_DIR=/var/log/'
-                    'nvidia-dcgm"\nRestart=on-abort\n',
-                ),
-            ),
+    ),
+    "libnvidia-container1": Behaviour(
+        TOOLKIT_REPO, "the library has nothing to do without a GPU.", lambda n, v: _marker(n)
+    ),
+    "libnvidia-container-tools": Behaviour(
+        TOOLKIT_REPO, "the CLI has nothing to do without a GPU.", lambda n, v: _marker(n)
+    ),
+    "datacenter-gpu-manager": Behaviour(
+        CUDA_REPO,
+        "DCGM 3: nv-hostengine listens on 127.0.0.1:5555 and serves no GPU data; dcgmi talks "
+        "to it.",
+        lambda n, v: (
+            *_programs(n, "dcgm.py", ("nv-hostengine", "dcgmi"), v),
+            File("/lib/systemd/system/nvidia-dcgm.service", _DCGM_UNIT),
         ),
         postinst=_system_user("nvidia-dcgm", "/var/log/nvidia-dcgm"),
-        extra={"Conflicts": "datacenter-gpu-manager-4-core"},
-    )
-    exporter = Package(
-        name="dcgm-exporter",
-        version=exporter_version,
-        summary="NVIDIA DCGM exporter for Prometheus",
-        description=_describe(
-            "dcgm-exporter serves /metrics on :9400 with a HELP/TYPE pair per configured field."
+    ),
+    "datacenter-gpu-manager-4-core": Behaviour(
+        CUDA_REPO,
+        "DCGM 4: nv-hostengine listens on 127.0.0.1:5555 and serves no GPU data; dcgmi talks "
+        "to it.",
+        lambda n, v: (
+            *_programs(n, "dcgm.py", ("nv-hostengine", "dcgmi"), v),
+            File("/lib/systemd/system/nvidia-dcgm.service", _DCGM_UNIT),
         ),
-        repo=CUDA_REPO,
-        depends=("datacenter-gpu-manager (>= 1:3.3.9)",),
-        files=(
-            File("/usr/bin/dcgm-exporter", program, 0o755),
+        postinst=_system_user("nvidia-dcgm", "/var/log/nvidia-dcgm"),
+    ),
+    "datacenter-gpu-manager-4-cuda12": Behaviour(
+        CUDA_REPO,
+        "DCGM's CUDA 12 components have nothing to run without a GPU.",
+        lambda n, v: _marker(n),
+    ),
+    "datacenter-gpu-manager-exporter": Behaviour(
+        CUDA_REPO,
+        "dcgm-exporter serves /metrics on :9400 with a HELP/TYPE pair per configured field.",
+        lambda n, v: (
+            *_programs(n, "dcgm.py", ("dcgm-exporter",), v),
             File("/etc/dcgm-exporter/default-counters.csv", _DCGM_COUNTERS, conffile=True),
-            File(
-                "/lib/systemd/system/dcgm-exporter.service",
-                _unit(
-                    "NVIDIA DCGM exporter",
-                    "/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv",
-                    after="nvidia-dcgm.service",
-                    extra="Restart=on-failure\nRestartSec=2\n",
-                ),
-            ),
+            File("/lib/systemd/system/dcgm-exporter.service", _EXPORTER_UNIT),
         ),
+    ),
+    "nvidia-fabricmanager-535": Behaviour(
+        CUDA_REPO,
+        "nv-fabricmanager reads its config, finds no NVSwitch and stops with "
+        "NV_WARN_NOTHING_TO_DO, as the real one does on such a host.",
+        lambda n, v: (
+            *_programs(n, "fabricmanager.py", ("nv-fabricmanager",), v),
+            File("/usr/share/nvidia/nvswitch/fabricmanager.cfg", _FM_CONFIG, conffile=True),
+            File("/lib/systemd/system/nvidia-fabricmanager.service", _FM_UNIT),
+        ),
+    ),
+}
+
+#: Which record file holds each repository's records.
+REPO_INDEX = {TOOLKIT_REPO: "nvidia-container-toolkit", CUDA_REPO: "cuda-debian12"}
+
+
+def from_record(record: dict[str, str], behaviour: Behaviour) -> Package:
+    """The stand-in of one recorded package: the record's metadata, the stand-in's files."""
+    name, version = record["Package"], record["Version"]
+    summary = record.get("Description", name).splitlines()[0]
+    section = record.get("Section", "utils").rsplit("/", 1)[-1]
+    return Package(
+        name=name,
+        version=version,
+        summary=summary,
+        description=_describe(behaviour.what),
+        repo=behaviour.repo,
+        files=tuple(behaviour.files(name, version)),
+        relations={k: record[k] for k in RELATIONS if record.get(k)},
+        postinst=behaviour.postinst,
+        section=section,
+        provenance=f"{record['X-Racksmith-Record']}; {record['X-Racksmith-Source']} "
+        f"(read {record['X-Racksmith-Read']})",
     )
-    return [common(CUDA_REPO), engine, exporter]
-
-
-def fabricmanager(branch: str = "535", version: str = "535.216.03-1") -> list[Package]:
-    return [
-        Package(
-            name=f"nvidia-fabricmanager-{branch}",
-            version=version,
-            summary=f"Fabric Manager for NVSwitch based systems (branch {branch})",
-            description=_describe(
-                "nv-fabricmanager reads its config, finds no NVSwitch and stops with"
-                " NV_WARN_NOTHING_TO_DO, as the real one does on such a host."
-            ),
-            repo=CUDA_REPO,
-            section="libs",
-            depends=(COMMON,),
-            files=(
-                File("/usr/bin/nv-fabricmanager", _payload("fabricmanager.py"), 0o755),
-                File("/usr/share/nvidia/nvswitch/fabricmanager.cfg", _FM_CONFIG, conffile=True),
-                File(
-                    "/lib/systemd/system/nvidia-fabricmanager.service",
-                    _unit(
-                        "NVIDIA fabric manager service",
-                        "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg",
-                        after="network-online.target",
-                    ),
-                ),
-            ),
-            extra={"Provides": "nvidia-fabricmanager"},
-        )
-    ]
 
 
 def all_packages() -> list[Package]:
-    """Every stand-in, each repository's common package before the packages that need it."""
-    return [*toolkit(), *dcgm(), *fabricmanager()]
+    """Every stand-in, generated from the lab's records (repository by repository)."""
+    packages = []
+    for repo, index in REPO_INDEX.items():
+        records = load_index(index)
+        wanted = {n for n, b in BEHAVIOURS.items() if b.repo == repo}
+        if missing := sorted(wanted - records.keys()):
+            raise ValueError(f"index/{index}.Packages.txt has no record of {', '.join(missing)}")
+        if extra := sorted(records.keys() - wanted):
+            raise ValueError(f"index/{index}.Packages.txt: no stand-in for {', '.join(extra)}")
+        packages += [from_record(records[n], BEHAVIOURS[n]) for n in sorted(wanted)]
+    return packages

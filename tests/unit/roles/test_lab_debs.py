@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from racksmith.lab.debs import build, packages
+from racksmith.lab.debs import build, control, packages
 from racksmith.lab.debs.payload import dcgm, fabricmanager, nvidia_ctk
 
 PAYLOAD = Path(packages.__file__).parent / "payload"
@@ -26,28 +26,65 @@ def repo(tmp_path_factory) -> build.LabRepo:
     return build.ensure_built(cache=tmp_path_factory.mktemp("cache"))
 
 
-def test_every_package_is_a_real_deb_named_and_versioned_like_nvidias(repo):
+def test_every_package_is_a_real_deb_named_and_versioned_like_its_record(repo):
     names = {Path(d).name for d in repo.debs}
     assert names == {
-        "racksmith-lab-standin-common_1.0_amd64.deb",
+        "libnvidia-container1_1.17.8-1_amd64.deb",
+        "libnvidia-container-tools_1.17.8-1_amd64.deb",
         "nvidia-container-toolkit-base_1.17.8-1_amd64.deb",
         "nvidia-container-toolkit_1.17.8-1_amd64.deb",
         "datacenter-gpu-manager_3.3.9_amd64.deb",
-        "dcgm-exporter_3.3.9-3.6.1_amd64.deb",
+        "datacenter-gpu-manager-4-core_4.5.2-1_amd64.deb",
+        "datacenter-gpu-manager-4-cuda12_4.5.2-1_amd64.deb",
+        "datacenter-gpu-manager-exporter_4.7.0-1_amd64.deb",
         "nvidia-fabricmanager-535_535.216.03-1_amd64.deb",
     }
     for deb in repo.debs:
         info = subprocess.run(["dpkg-deb", "--info", str(repo.root / deb)],
                               capture_output=True, text=True, check=True).stdout  # fmt: skip
         assert "Description: LAB STAND-IN: " in info
+        assert "Metadata replayed from a package record: " in info
     listing = subprocess.run(
         ["dpkg-deb", "--contents", str(repo.root / packages.CUDA_REPO /
-                                       "datacenter-gpu-manager_3.3.9_amd64.deb")],
+                                       "datacenter-gpu-manager-4-core_4.5.2-1_amd64.deb")],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert "./usr/bin/nv-hostengine" in listing
+    assert "./usr/bin/nv-hostengine -> /usr/lib/racksmith-lab-standin/" in listing
+    home = "./usr/lib/racksmith-lab-standin/datacenter-gpu-manager-4-core"
+    assert f"{home}/racksmith_standin.py" in listing
     assert "./lib/systemd/system/nvidia-dcgm.service" in listing
     assert "root/root" in listing
+
+
+def test_stand_in_metadata_is_the_records_not_ours(repo):
+    """Every relation field of every .deb is its record's, verbatim, and nothing else: no
+    stand-in adds a dependency its real counterpart does not have."""
+    for index in control.INDEXES:
+        for name, record in control.load_index(index).items():
+            (deb,) = [d for d in repo.debs if Path(d).name.startswith(f"{name}_")]
+            shown = subprocess.run(["dpkg-deb", "--field", str(repo.root / deb)],
+                                   capture_output=True, text=True, check=True)  # fmt: skip
+            fields = control.parse_stanzas(shown.stdout)[0]
+            assert fields["Version"] == record["Version"]
+            for key in control.RELATIONS:
+                assert fields.get(key) == record.get(key), (name, key)
+
+
+def test_a_record_without_a_stand_in_or_the_reverse_is_refused(monkeypatch):
+    records = control.load_index("cuda-debian12")
+    monkeypatch.setattr(packages, "load_index", lambda name: {
+        n: r for n, r in (records if name == "cuda-debian12" else control.load_index(name)).items()
+        if n != "nvidia-fabricmanager-535"
+    })  # fmt: skip
+    with pytest.raises(ValueError, match="no record of nvidia-fabricmanager-535"):
+        packages.all_packages()
+
+
+def test_a_record_must_say_where_it_was_read():
+    text = "Package: x\nVersion: 1\nArchitecture: amd64\nX-Racksmith-Record: recorded\n"
+    (record,) = control.parse_stanzas(text)
+    with pytest.raises(control.RecordError, match="x: no X-Racksmith-Source"):
+        control.check_record(record, "f")
 
 
 def test_index_lists_each_deb_with_its_checksum_and_release_is_signed(repo, tmp_path):
@@ -55,9 +92,9 @@ def test_index_lists_each_deb_with_its_checksum_and_release_is_signed(repo, tmp_
 
     cuda = repo.root / packages.CUDA_REPO
     index = (cuda / "Packages").read_text()
-    deb = cuda / "dcgm-exporter_3.3.9-3.6.1_amd64.deb"
+    deb = cuda / "datacenter-gpu-manager-exporter_4.7.0-1_amd64.deb"
     assert f"SHA256: {hashlib.sha256(deb.read_bytes()).hexdigest()}" in index
-    assert "Filename: ./dcgm-exporter_3.3.9-3.6.1_amd64.deb" in index
+    assert "Filename: ./datacenter-gpu-manager-exporter_4.7.0-1_amd64.deb" in index
     release = (cuda / "Release").read_text()
     assert hashlib.sha256((cuda / "Packages.gz").read_bytes()).hexdigest() in release
     # apt checks InRelease with gpgv against the keyring it is given (signed-by)

@@ -20,12 +20,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 try:
-    from racksmith_standin import TAG, Parser, say  # on the lab host
+    from racksmith_standin import TAG, Parser, package_version, say  # on the lab host
 except ImportError:  # in the checkout (unit tests)
-    from racksmith.lab.debs.payload.racksmith_standin import TAG, Parser, say
+    from racksmith.lab.debs.payload.racksmith_standin import (
+        TAG,
+        Parser,
+        package_version,
+        say,
+    )
 
-DCGM_VERSION = "3.3.9"
-EXPORTER_VERSION = "3.3.9-3.6.1"
+# the version of the package each program came with (DCGM 3 or 4, the exporter)
+DCGM_VERSION = package_version("4.5.2")
+EXPORTER_VERSION = package_version("4.7.0")
 ENGINE_PORT = 5555
 FIELD_TYPES = ("gauge", "counter", "label")
 

@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 try:
-    from racksmith_standin import Parser, say  # on the lab host
+    from racksmith_standin import Parser, package_version, say  # on the lab host
 except ImportError:  # in the checkout (unit tests)
-    from racksmith.lab.debs.payload.racksmith_standin import Parser, say
+    from racksmith.lab.debs.payload.racksmith_standin import Parser, package_version, say
 
-VERSION = "535.216.03"
+VERSION = package_version("535.216.03")
 
 
 def nvswitches(pci: Path) -> list[str]:

@@ -16,11 +16,16 @@ import sys
 from pathlib import Path
 
 try:
-    from racksmith_standin import TAG, Parser, say  # on the lab host
+    from racksmith_standin import TAG, Parser, package_version, say  # on the lab host
 except ImportError:  # in the checkout (unit tests)
-    from racksmith.lab.debs.payload.racksmith_standin import TAG, Parser, say
+    from racksmith.lab.debs.payload.racksmith_standin import (
+        TAG,
+        Parser,
+        package_version,
+        say,
+    )
 
-VERSION = "1.17.8"
+VERSION = package_version("1.17.8")
 DOCKER_CONFIG = "/etc/docker/daemon.json"
 RUNTIME_PATH = "nvidia-container-runtime"
 
