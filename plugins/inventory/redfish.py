@@ -181,7 +181,6 @@ keyed_groups:
 """
 
 import logging
-import os
 import re
 import time
 
@@ -197,7 +196,7 @@ except ImportError:  # ansible-core < 2.19: templates from inventory config are 
 
 
 try:
-    from racksmith.redfish import credentials as rs_credentials
+    from racksmith import credentials as rs_credentials
     from racksmith.redfish import hostnames as rs_hostnames
     from racksmith.redfish import targets as rs_targets
     from racksmith.redfish.client import ClientOptions
@@ -289,21 +288,14 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def _credentials(self, config, path):
         password = self._vault_password(config, path)
-        env_file = self.get_option("credentials_file")
         try:
-            if password is None:
-                return rs_credentials.from_env(
-                    self.get_option("username_env"),
-                    self.get_option("password_env"),
-                    env_file=expand_path(env_file) if env_file else None,
-                    username=self.get_option("username"),
-                )
-            user = self.get_option("username") or os.environ.get(self.get_option("username_env"))
-            if not user:
-                raise rs_credentials.CredentialsError(
-                    f"a vault password needs 'username' or {self.get_option('username_env')}"
-                )
-            return rs_credentials.Credentials(user, password)
+            return rs_credentials.bmc(
+                username=self.get_option("username"),
+                password=password,
+                username_env=self.get_option("username_env"),
+                password_env=self.get_option("password_env"),
+                credentials_file=self.get_option("credentials_file"),
+            )
         except rs_credentials.CredentialsError as exc:
             raise AnsibleParserError(f"{path}: {exc}") from None
 
@@ -320,15 +312,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 with open(ca_path, "rb"):
                     pass
             options = DiscoveryOptions(
-                client=ClientOptions(
-                    scheme=self.get_option("scheme"),
-                    verify=self.get_option("validate_certs"),
-                    ca_bundle=ca_path,
-                    connect_timeout=float(self.get_option("connect_timeout")),
-                    read_timeout=float(self.get_option("read_timeout")),
-                    retries=int(self.get_option("retries")),
-                    auth=self.get_option("auth"),
-                    max_answer_bytes=int(self.get_option("max_answer_bytes")),
+                client=ClientOptions.from_params(
+                    {
+                        **{name: self.get_option(name) for name in ClientOptions.PARAMS},
+                        "ca_bundle": ca_path,
+                    }
                 ),
                 concurrency=int(self.get_option("concurrency")),
                 deadline=float(self.get_option("deadline")),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from racksmith import credentials
 from racksmith.maas import machines, options
 from racksmith.maas.auth import resolve_credentials
 from racksmith.maas.client import MaasClient
@@ -21,13 +22,6 @@ from racksmith.maas.machines import Outcome
 from racksmith.maas.model import Machine
 from racksmith.maas.storage import BootDiskRule
 from racksmith.optionspec import argument_spec
-from racksmith.redfish.credentials import (
-    DEFAULT_PASSWORD_ENV,
-    DEFAULT_USERNAME_ENV,
-    CredentialsError,
-    from_env,
-)
-from racksmith.secrets import expand_path
 
 # Generated from the one definition of the options (racksmith/maas/options.py), which also
 # produces plugins/doc_fragments/racksmith_maas.py and the ``racksmith maas`` options.
@@ -49,34 +43,32 @@ POWER_ARGS: dict[str, dict[str, Any]] = {
     "power_address": {"type": "str"},
     "power_user": {"type": "str"},
     "power_pass": {"type": "str", "no_log": True},
-    "power_user_env": {"type": "str", "default": DEFAULT_USERNAME_ENV},
-    "power_pass_env": {"type": "str", "default": DEFAULT_PASSWORD_ENV, "no_log": False},
+    "power_user_env": {"type": "str", "default": credentials.BMC_USERNAME_ENV},
+    "power_pass_env": {"type": "str", "default": credentials.BMC_PASSWORD_ENV, "no_log": False},
     "power_credentials_file": {"type": "str"},
     "power_node_id": {"type": "str"},
 }
 
 
 def power_parameters(params: dict[str, Any]) -> dict[str, str]:
-    """MAAS power parameters; the BMC password by reference (env or file) unless given."""
+    """MAAS power parameters; user and password each resolved by :mod:`racksmith.credentials`
+    (the value given, then ``power_user_env``/``power_pass_env``, then the file)."""
     if params["power_type"] == "manual":
         return {}
-    user, password = params.get("power_user"), params.get("power_pass")
-    if not password:
-        env_file = params.get("power_credentials_file")
-        try:
-            creds = from_env(
-                params["power_user_env"],
-                params["power_pass_env"],
-                env_file=expand_path(env_file) if env_file else None,
-                username=user,
-            )
-        except CredentialsError as exc:
-            raise MaasConfigError(str(exc)) from None
-        user, password = creds.username, creds.password_value()
+    try:
+        creds = credentials.bmc(
+            username=params.get("power_user"),
+            password=params.get("power_pass"),
+            username_env=params.get("power_user_env"),
+            password_env=params.get("power_pass_env"),
+            credentials_file=params.get("power_credentials_file"),
+        )
+    except credentials.CredentialsError as exc:
+        raise MaasConfigError(str(exc)) from None
     values = {
         "power_address": params.get("power_address"),
-        "power_user": user,
-        "power_pass": password,
+        "power_user": creds.username,
+        "power_pass": creds.password_value(),
         "node_id": params.get("power_node_id"),
     }
     return {k: v for k, v in values.items() if v}

@@ -6,31 +6,25 @@ enough to build by hand, as gomaasapi and the maas.maas collection do, which kee
 free of oauthlib and runnable inside an Ansible module. Every attempt gets a fresh nonce and
 timestamp because MAAS refuses a reused nonce.
 
-Where credentials come from is decided here too (explicit value, environment, or a
-``KEY=VALUE`` credentials file such as the lab's ``secrets/maas.env``, path may use
-``${RACKSMITH_LAB_DIR:-/var/lib/racksmith/lab}``), so that the modules,
-the inventory plugin and the CLI resolve them the same way and name the *source* when
-something is wrong, never the value.
+Where the URL and key come from (explicit value, environment, or a ``KEY=VALUE`` credentials
+file such as the lab's ``secrets/maas.env``, path may use
+``${RACKSMITH_LAB_DIR:-/var/lib/racksmith/lab}``) is decided by :mod:`racksmith.credentials`,
+the one resolver BMC credentials use too; this module checks and parses what it found, so the
+modules, the inventory plugin and the CLI name the *source* when something is wrong, never
+the value.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from racksmith.credentials import CredentialsError, maas_api
 from racksmith.maas.errors import MaasConfigError
-from racksmith.secrets import (
-    MASK,
-    SecretError,
-    expand_path,
-    read_credentials_file,
-    redact,
-    remember,
-)
+from racksmith.secrets import MASK, redact, remember
 
 REDACTED = MASK
 
@@ -91,14 +85,6 @@ class ApiKey:
         return 'OAuth realm="OAuth", ' + ", ".join(f'{k}="{_escape(v)}"' for k, v in params)
 
 
-def _read_credentials_file(path: Path) -> dict[str, str]:
-    # One KEY=VALUE parser for BMC and MAAS credentials files (the lab writes both).
-    try:
-        return read_credentials_file(path)
-    except SecretError as exc:
-        raise MaasConfigError(str(exc)) from None
-
-
 @dataclass(frozen=True)
 class Credentials:
     """Where to reach MAAS and the key to sign with; repr hides the key."""
@@ -113,26 +99,20 @@ def resolve_credentials(
     credentials_file: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Credentials:
-    """Explicit values first, then ``MAAS_URL`` / ``MAAS_API_KEY``, then the credentials file."""
-    environ = os.environ if environ is None else environ
-    url_source, key_source = "url", "api_key"
-    if not url and environ.get("MAAS_URL"):
-        url, url_source = environ["MAAS_URL"], "environment variable MAAS_URL"
-    if not api_key and environ.get("MAAS_API_KEY"):
-        api_key, key_source = environ["MAAS_API_KEY"], "environment variable MAAS_API_KEY"
-    if (not url or not api_key) and credentials_file:
-        path = expand_path(str(credentials_file))
-        from_file = _read_credentials_file(path)
-        if not url and from_file.get("MAAS_URL"):
-            url, url_source = from_file["MAAS_URL"], f"MAAS_URL in {path}"
-        if not api_key and from_file.get("MAAS_API_KEY"):
-            api_key, key_source = from_file["MAAS_API_KEY"], f"MAAS_API_KEY in {path}"
-    if not url:
+    """Explicit values first, then ``MAAS_URL`` / ``MAAS_API_KEY``, then the credentials file
+    (:func:`racksmith.credentials.maas_api`, the resolver every service shares)."""
+    try:
+        url, api_key = maas_api(
+            url=url, api_key=api_key, credentials_file=credentials_file, environ=environ
+        )
+    except CredentialsError as exc:
+        raise MaasConfigError(str(exc)) from None
+    if url is None:
         raise MaasConfigError(
             "no MAAS URL: set MAAS_URL (e.g. http://maas:5240/MAAS/) or pass url/credentials_file"
         )
-    if not api_key:
+    if api_key is None:
         raise MaasConfigError("no MAAS API key: set MAAS_API_KEY or pass api_key/credentials_file")
-    if not url.startswith(("http://", "https://")):
-        raise MaasConfigError(f"{url_source} must start with http:// or https://")
-    return Credentials(url=url, key=ApiKey.parse(api_key, source=key_source))
+    if not url.value.startswith(("http://", "https://")):
+        raise MaasConfigError(f"{url.source} must start with http:// or https://")
+    return Credentials(url=url.value, key=ApiKey.parse(api_key.value, source=api_key.source))

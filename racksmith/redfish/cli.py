@@ -24,9 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from racksmith import credentials
 from racksmith.errors import UsageError
 from racksmith.optionspec import add_arguments, seconds
-from racksmith.redfish import actions, credentials, options, parse, targets
+from racksmith.redfish import actions, options, parse, targets
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.discover import BmcResult, DiscoveryOptions, DiscoveryProgress, discover
 from racksmith.redfish.errors import RedfishError
@@ -106,27 +107,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _setup(
     args: argparse.Namespace,
-) -> tuple[list[targets.Target], credentials.Credentials, ClientOptions]:
+) -> tuple[list[targets.Target], credentials.BmcCredentials, ClientOptions]:
     level = logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
         found = targets.expand(args.bmc, default_port=args.port, allow_names=args.allow_names)
-        env_file = Path(args.credentials_file) if args.credentials_file else None
-        creds = credentials.from_env(
-            args.username_env, args.password_env, env_file=env_file, username=args.username
-        )
-        client_options = ClientOptions(
-            scheme=args.scheme,
-            verify=args.validate_certs,
-            ca_bundle=args.ca_bundle,
-            connect_timeout=args.connect_timeout,
-            read_timeout=args.read_timeout,
-            retries=args.retries,
-            auth=args.auth,
-            max_answer_bytes=args.max_answer_bytes,
-        )
+        creds = credentials.bmc_from_params(vars(args))
+        client_options = ClientOptions.from_params(vars(args))
     except (targets.TargetError, credentials.CredentialsError, ValueError) as exc:
         raise UsageError(f"redfish: {exc}") from None
     if args.ca_bundle and not Path(args.ca_bundle).is_file():

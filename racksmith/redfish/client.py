@@ -92,6 +92,33 @@ class ClientOptions:
         if self.retries < 0 or self.busy_retries < 0:
             raise ValueError("retries cannot be negative")
 
+    #: The option names (racksmith.redfish.options) that :meth:`from_params` reads.
+    PARAMS = (
+        "scheme",
+        "validate_certs",
+        "ca_bundle",
+        "connect_timeout",
+        "read_timeout",
+        "retries",
+        "auth",
+        "max_answer_bytes",
+    )
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> ClientOptions:
+        """The options of a module's params, a CLI namespace's ``vars()`` or an inventory
+        plugin's options (the names of :attr:`PARAMS`; numbers may arrive as text)."""
+        return cls(
+            scheme=params["scheme"],
+            verify=bool(params["validate_certs"]),
+            ca_bundle=params.get("ca_bundle") or None,
+            connect_timeout=float(params["connect_timeout"]),
+            read_timeout=float(params["read_timeout"]),
+            retries=int(params["retries"]),
+            auth=params["auth"],
+            max_answer_bytes=int(params["max_answer_bytes"]),
+        )
+
 
 @dataclass
 class RequestStats:
