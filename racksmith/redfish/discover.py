@@ -21,7 +21,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from racksmith.redfish import parse, vendors
+from racksmith.redfish import firmware as fw
+from racksmith.redfish import parse, pxe, vendors
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
@@ -34,7 +35,10 @@ SERVICE_ROOT = "/redfish/v1"
 SYSTEMS = "/redfish/v1/Systems"
 CHASSIS = "/redfish/v1/Chassis"
 FIRMWARE_INVENTORY = "/redfish/v1/UpdateService/FirmwareInventory"
-EXTRAS = frozenset({"firmware", "infiniband", "pcie", "memory"})
+REGISTRIES = "/redfish/v1/Registries"
+EXTRAS = frozenset({"firmware", "bios", "infiniband", "pcie", "memory"})
+#: What the CLI and inventory options still pass as their default (see rules_for).
+LEGACY_DEFAULT_PXE_RULES = vendors.DELL_PXE_RULES
 #: Seconds per BMC (racksmith.redfish.options documents it for every surface).
 DEFAULT_DEADLINE = 120.0
 DEFAULT_CONCURRENCY = 64
@@ -67,7 +71,8 @@ class DiscoveryOptions:
     client: ClientOptions = field(default_factory=ClientOptions)
     concurrency: int = DEFAULT_CONCURRENCY
     deadline: float = DEFAULT_DEADLINE  # seconds per BMC, from its first request to its last
-    pxe_rules: tuple[str, ...] = parse.DEFAULT_PXE_RULES  # the default: the vendor profile's
+    #: None: each host's vendor profile rules (racksmith.redfish.pxe)
+    pxe_rules: tuple[str, ...] | None = None
     extras: frozenset[str] = frozenset()
     vendor: str = vendors.AUTO  # a profile name to use for every BMC, or auto
 
@@ -79,16 +84,19 @@ class DiscoveryOptions:
         unknown = set(self.extras) - EXTRAS
         if unknown:
             raise ValueError(f"unknown extras {sorted(unknown)}; choose from {sorted(EXTRAS)}")
-        parse.validate_pxe_rules(self.pxe_rules)
+        if self.pxe_rules is not None:
+            pxe.validate_pxe_rules(self.pxe_rules)
         if self.vendor != vendors.AUTO:
             vendors.profile_named(self.vendor)
 
     def rules_for(self, profile: vendors.VendorProfile) -> tuple[str, ...]:
-        """The PXE rules for a host: the ones configured, unless they are the defaults (then the
-        vendor profile's; for Dell those are the same)."""
-        if tuple(self.pxe_rules) == tuple(parse.DEFAULT_PXE_RULES):
-            return profile.pxe_rules
-        return tuple(self.pxe_rules)
+        """The PXE rules for a host: the ones configured, else (None) its vendor profile's."""
+        configured = self.pxe_rules
+        # TRANSITIONAL, until the CLI and inventory options pass None when unset (NOTES.md):
+        # their default is still Dell's list, which must keep meaning "the vendor's".
+        if configured is not None and tuple(configured) == LEGACY_DEFAULT_PXE_RULES:
+            configured = None
+        return pxe.rules_for(configured, profile.pxe_rules)
 
 
 @dataclass(frozen=True)
@@ -196,6 +204,32 @@ def _pcie_gpus(
     return []
 
 
+def _hpe_device_gpus(
+    client: RedfishClient, system: parse.SystemInfo, notes: list[str]
+) -> list[parse.Gpu]:
+    """GPUs from HPE iLO's OEM ``Devices`` of the host's chassis, each confirmed by its PCI
+    function's display class (``parse.gpus_from_hpe_devices``)."""
+    if not system.chassis_uris:
+        return []
+    chassis = client.get(system.chassis_uris[0])
+    uri = parse._path(chassis, "Oem", "Hpe", "Links", "Devices", "@odata.id")
+    if not isinstance(uri, str):
+        return []
+    devices = [d for d in client.get_collection(uri) if str(d.get("DeviceType")).upper() == "GPU"]
+    functions: dict[str, parse.Doc] = {}
+    for device in devices:
+        for instance in device.get("DeviceInstances") or ():
+            target = instance.get("@odata.id") if isinstance(instance, dict) else None
+            if isinstance(target, str) and target.rstrip("/") not in functions:
+                functions[target.rstrip("/")] = client.get(target)
+    found = parse.gpus_from_hpe_devices(devices, functions)
+    if found:
+        skipped = len(devices) - len(found)
+        left_out = f" ({skipped} typed GPU without a display function left out)" if skipped else ""
+        notes.append(f"GPUs from HPE OEM devices of {chassis.get('@odata.id')}{left_out}")
+    return found
+
+
 def _gpus(
     client: RedfishClient,
     system: parse.SystemInfo,
@@ -226,20 +260,109 @@ def _gpus(
                 found += board_gpus
         elif source == "pcie":
             found = _pcie_gpus(client, system, notes)
+        elif source == "hpe-devices":
+            found = _hpe_device_gpus(client, system, notes)
         if found:
             return found
     return []
 
 
-def _boot_macs(client: RedfishClient, host: parse.Doc) -> list[str]:
-    boot = host.get("Boot")
-    if not isinstance(boot, dict):
-        return []
-    order = boot.get("BootOrder")
-    uri = parse.link(boot, "BootOptions")
-    if not isinstance(order, list) or not order or not uri:
-        return []
-    return parse.pxe_boot_macs(order, client.get_collection(uri))
+class _BootOptions:
+    """The host's boot order and boot options, fetched once, when a rule or a NIC source needs
+    them."""
+
+    def __init__(self, client: RedfishClient, host: parse.Doc) -> None:
+        self._client = client
+        boot = host.get("Boot")
+        self.order = boot.get("BootOrder") if isinstance(boot, dict) else None
+        self.uri = parse.link(boot, "BootOptions") if isinstance(boot, dict) else None
+        self._docs: list[parse.Doc] | None = None
+
+    def docs(self) -> list[parse.Doc]:
+        if self._docs is None:
+            self._docs = self._client.get_collection(self.uri) if self.uri else []
+        return self._docs
+
+    def pxe_macs(self) -> list[str]:
+        if not isinstance(self.order, list) or not self.order or not self.uri:
+            return []
+        return pxe.pxe_boot_macs(self.order, self.docs())
+
+
+def _identity_host(
+    client: RedfishClient, host: parse.Doc, profile: vendors.VendorProfile, notes: list[str]
+) -> parse.Doc:
+    """The host system, with the identity of its chassis where the profile says the system
+    carries none (NVIDIA GH200/GB200)."""
+    if not (profile.identity_from_chassis and parse.lacks_identity(host)):
+        return host
+    source = parse.identity_chassis(host, client.get_collection(CHASSIS))
+    if source is None:
+        return host  # parse_system then names what is missing
+    notes.append(f"manufacturer, model and serial from the chassis {source.get('@odata.id')}")
+    return parse.with_chassis_identity(host, source)
+
+
+def _bios_version(
+    client: RedfishClient,
+    system: parse.SystemInfo,
+    profile: vendors.VendorProfile,
+    inventory: list[fw.FirmwareItem],
+    notes: list[str],
+) -> parse.SystemInfo:
+    """The BIOS version from the firmware inventory where the system has no ``BiosVersion``."""
+    if system.bios_version or not profile.bios_inventory_id:
+        return system
+    wanted = profile.bios_inventory_id
+    item = next((i for i in inventory if i.id == wanted and i.role == "active"), None)
+    if item is None and not inventory:
+        item = parse.firmware_inventory([client.get(f"{FIRMWARE_INVENTORY}/{wanted}")])[0]
+    if item is None or not item.version:
+        return system
+    notes.append(f"BIOS version from the firmware inventory member {wanted}")
+    return replace(system, bios_version=item.version)
+
+
+def _bios(client: RedfishClient, host: parse.Doc) -> parse.BiosSettings | None:
+    """Current BIOS values, the pending ones from the settings object, the registry if the BMC
+    publishes it. A settings object that cannot be read leaves the pending values unknown (the
+    compliance check then says UNKNOWN, never compliant); a missing registry is only a note."""
+    uri = parse.link(host, "Bios")
+    if not uri:
+        return None
+    bios = client.get(uri)
+    notes: list[str] = []
+    pending: parse.Doc | None = None
+    known = True
+    settings = parse.bios_settings_uri(bios)
+    if settings and settings.rstrip("/") != uri.rstrip("/"):
+        try:
+            pending = client.get(settings)
+        except RedfishError as exc:
+            known = False
+            notes.append(f"pending settings {settings} unreadable: {exc.kind.value}")
+    registry = None
+    registry_id = bios.get("AttributeRegistry")
+    if isinstance(registry_id, str) and registry_id:
+        registry = _registry(client, registry_id, notes)
+    return parse.parse_bios(bios, pending, registry, notes, pending_known=known)
+
+
+def _registry(client: RedfishClient, registry_id: str, notes: list[str]) -> parse.Doc | None:
+    """The attribute registry named by the Bios resource, from ``/redfish/v1/Registries``."""
+    try:
+        for entry in client.get_collection(REGISTRIES):
+            if entry.get("Id") != registry_id and entry.get("Registry") != registry_id:
+                continue
+            for location in entry.get("Location") or ():
+                target = location.get("Uri") if isinstance(location, dict) else None
+                if isinstance(target, str):
+                    return client.get(target)
+    except RedfishError as exc:
+        notes.append(f"attribute registry {registry_id} unreadable: {exc.kind.value}")
+        return None
+    notes.append(f"attribute registry {registry_id} not published by the BMC")
+    return None
 
 
 def _collect_host(
@@ -250,15 +373,21 @@ def _collect_host(
 ) -> parse.HostFacts:
     """One host's facts; raises :class:`parse.IncompleteHost` (with every fact read) when the
     PXE NIC cannot be decided, other RedfishErrors when the BMC cannot be read."""
-    system = parse.parse_system(group.host, profile.service_tag_fields)
     notes: list[str] = list(group.notes)
+    host = _identity_host(client, group.host, profile, notes)
+    system = parse.parse_system(host, profile.service_tag_fields)
     gpus = _gpus(client, system, group, profile, notes)
+    boot = _BootOptions(client, host)
 
     nics: list[parse.Nic] = []
     if system.ethernet_interfaces_uri:
         nics = parse.nics_from_ethernet_interfaces(
             client.get_collection(system.ethernet_interfaces_uri)
         )
+    if not nics and profile.nics_from_boot_options:
+        nics = parse.nics_from_boot_options(boot.docs())
+        if nics:
+            notes.append("no EthernetInterfaces; MACs come from the network boot options")
     infiniband: list[parse.InfinibandAdapter] = []
     if not nics or "infiniband" in options.extras:
         adapters, functions = _collect_adapters(client, system)
@@ -268,7 +397,7 @@ def _collect_host(
         infiniband = parse.infiniband_adapters(adapters, functions)
 
     rules = options.rules_for(profile)
-    boot_macs = _boot_macs(client, group.host) if "boot:pxe" in rules else []
+    boot_macs = boot.pxe_macs() if "boot:pxe" in rules else []
 
     manager = None
     if system.manager_uris:
@@ -279,6 +408,8 @@ def _collect_host(
         if "firmware" in options.extras
         else []
     )
+    system = _bios_version(client, system, profile, firmware, notes)
+    bios = _bios(client, host) if "bios" in options.extras else None
     pcie = (
         parse.pcie_devices(client.get(u) for u in system.pcie_device_uris)
         if "pcie" in options.extras
@@ -293,10 +424,11 @@ def _collect_host(
         system=system,
         manager=manager,
         nics=tuple(nics),
-        pxe=parse.choose_pxe(nics, rules, boot_macs),
+        pxe=pxe.choose_pxe(nics, rules, boot_macs),
         gpus=tuple(gpus),
         infiniband=tuple(infiniband),
         firmware=tuple(firmware),
+        bios=bios,
         pcie=tuple(pcie),
         memory=tuple(memory),
         notes=tuple(notes),

@@ -18,14 +18,14 @@ document that lacks a fact racksmith needs raises it with ``INCOMPLETE``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 from racksmith.macs import normalize_mac
-from racksmith.redfish import vendors
+from racksmith.redfish import firmware as fw
+from racksmith.redfish import pxe, vendors
 from racksmith.redfish.errors import ErrorKind, RedfishError
 
 Doc = Mapping[str, Any]
@@ -419,103 +419,20 @@ def infiniband_adapters(
     return sorted(out, key=lambda a: a.id)
 
 
-# -- PXE choice --------------------------------------------------------------------------------
+# -- PXE choice (racksmith.redfish.pxe) --------------------------------------------------------
 
-#: Tried in order; the first rule that matches a NIC chooses the PXE MAC.
-DEFAULT_PXE_RULES: tuple[str, ...] = ("id:NIC.Integrated.1-1-1", "id:NIC.Embedded.1-1-1", "link:up")
-
-
-@dataclass(frozen=True)
-class PxeChoice:
-    mac: str
-    nic_id: str
-    rule: str
+#: Transitional alias: the CLI and inventory options still pass Dell's list as their default
+#: (see racksmith.redfish.discover.DiscoveryOptions.rules_for); unset rules are None.
+DEFAULT_PXE_RULES: tuple[str, ...] = vendors.DELL_PXE_RULES
 
 
-def validate_pxe_rules(rules: Sequence[str]) -> list[str]:
-    """Check rule syntax early (``id:<NIC id>``, ``slot:<n>``, ``prefix:<id prefix>``,
-    ``link:up``, ``first``)."""
-    out = []
-    for rule in rules:
-        kind, _, arg = str(rule).partition(":")
-        if kind in ("id", "prefix", "slot") and arg:
-            out.append(f"{kind}:{arg}")
-        elif kind == "link" and arg.lower() == "up":
-            out.append("link:up")
-        elif kind == "first" and not arg:
-            out.append("first")
-        elif kind == "boot" and arg.lower() == "pxe":
-            out.append("boot:pxe")
-        else:
-            raise ValueError(
-                f"PXE rule {rule!r}: use id:<NIC id>, slot:<n>, prefix:<id prefix>, link:up, "
-                "boot:pxe or first"
-            )
-    return out
-
-
-def choose_pxe(
-    nics: Sequence[Nic], rules: Sequence[str] = DEFAULT_PXE_RULES, boot_macs: Sequence[str] = ()
-) -> PxeChoice | None:
-    """The PXE NIC by the first matching rule, or None (then the host is not ready to enlist).
-
-    ``boot_macs``: MACs of the PXE boot options in boot order (:func:`pxe_boot_macs`), for the
-    ``boot:pxe`` rule: the NIC the firmware itself will PXE-boot from first.
-    """
-    ordered = sorted(nics, key=lambda n: n.id)
-    for rule in validate_pxe_rules(rules):
-        kind, _, arg = rule.partition(":")
-        if kind == "id":
-            match = [n for n in ordered if n.id == arg]
-        elif kind == "prefix":
-            match = [n for n in ordered if n.id.startswith(arg)]
-        elif kind == "slot":
-            match = [n for n in ordered if n.id.startswith(f"NIC.Slot.{arg}-")]
-        elif kind == "link":
-            match = [n for n in ordered if (n.link or "").lower() == "linkup"]
-        elif kind == "boot":
-            by_mac = {n.mac: n for n in ordered}
-            match = [by_mac[m] for m in boot_macs if m in by_mac][:1]
-        else:
-            match = ordered
-        if match:
-            return PxeChoice(mac=match[0].mac, nic_id=match[0].id, rule=rule)
-    return None
-
-
-_DEVICE_PATH_MAC = re.compile(r"MAC\(([0-9A-Fa-f]{12})")
-_NAME_MAC = re.compile(r"\b([0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{12})\b")
-
-
-def pxe_boot_macs(boot_order: Sequence[Any], options: Iterable[Doc]) -> list[str]:
-    """MACs of the enabled PXE boot options, in ``Boot.BootOrder`` order, de-duplicated.
-
-    The MAC comes from the UEFI device path (``.../MAC(946DAE91FB22,0x1)/IPv4(...)``) or, where
-    the path is vendor-specific, from the display name (Supermicro: ``UEFI PXE IPv4 Nvidia
-    Network Adapter - 94:6D:AE:91:FB:22``). HTTP boot entries (a ``Uri()`` node or "HTTP" in the
-    name) are not PXE. A BMC whose options carry no MAC (Lenovo's ``Network``) gives none.
-    """
-    by_ref: dict[str, Doc] = {}
-    for doc in _dedupe(options):
-        ref = _text(doc, "BootOptionReference") or _text(doc, "Id")
-        if ref:
-            by_ref.setdefault(ref, doc)
-    out: list[str] = []
-    for ref in boot_order:
-        doc = by_ref.get(str(ref))
-        if doc is None or doc.get("BootOptionEnabled") is False:
-            continue
-        name = _text(doc, "DisplayName") or ""
-        path = _text(doc, "UefiDevicePath") or ""
-        if "http" in name.lower() or ("Uri()" in path and "pxe" not in name.lower()):
-            continue
-        if "pxe" not in name.lower() and "MAC(" not in path:
-            continue
-        found = _DEVICE_PATH_MAC.search(path) or _NAME_MAC.search(name)
-        mac = normalize_mac(found.group(1)) if found else None
-        if mac and mac not in out:
-            out.append(mac)
-    return out
+def nics_from_boot_options(options: Iterable[Doc]) -> list[Nic]:
+    """Host ports named only by the firmware's network boot options (NVIDIA GH200/GB200 have no
+    ``EthernetInterfaces``): one per MAC, its id the device path up to the MAC node."""
+    return [
+        Nic(id=port.path, mac=port.mac, source="BootOptions")
+        for port in pxe.boot_option_ports(_dedupe(options))
+    ]
 
 
 # -- GPUs, firmware, PCIe, memory -------------------------------------------------------------
@@ -596,32 +513,9 @@ def gpus_need_firmware(found: Sequence[Gpu]) -> bool:
     return any(g.firmware is None for g in found)
 
 
-@dataclass(frozen=True)
-class Firmware:
-    id: str
-    name: str | None
-    version: str | None
-    updateable: bool | None
-    state: str  # Installed, Current (staged), Previous (rollback image)
-
-
-def firmware_inventory(items: Iterable[Doc]) -> list[Firmware]:
-    out = []
-    for doc in _dedupe(items):
-        fid = _text(doc, "Id") or _where(doc).rsplit("/", 1)[-1]
-        updateable = doc.get("Updateable")
-        out.append(
-            Firmware(
-                id=fid,
-                name=_text(doc, "Name"),
-                version=_text(doc, "Version"),
-                updateable=updateable if isinstance(updateable, bool) else None,
-                state=fid.split("-", 1)[0]
-                if fid.split("-", 1)[0] in ("Installed", "Current", "Previous")
-                else "Installed",
-            )
-        )
-    return sorted(out, key=lambda f: f.id)
+def firmware_inventory(items: Iterable[Doc]) -> list[fw.FirmwareItem]:
+    """Every firmware inventory member, keyed by component (:mod:`racksmith.redfish.firmware`)."""
+    return fw.inventory(_dedupe(items))
 
 
 @dataclass(frozen=True)
@@ -684,6 +578,186 @@ def memory_modules(modules: Iterable[Doc]) -> list[MemoryModule]:
     return sorted(out, key=lambda m: m.id)
 
 
+def gpus_from_hpe_devices(devices: Iterable[Doc], functions: Mapping[str, Doc]) -> list[Gpu]:
+    """GPUs from HPE iLO's OEM ``Chassis/1/Devices`` (the XL675d lists them nowhere standard).
+
+    iLO types the HGX baseboard and the NVSwitches ``DeviceType: GPU`` too, so a device counts
+    only when one of its ``DeviceInstances`` is a PCI function of display class (``ClassCode``
+    3) in ``Systems/1/PCIDevices`` (``functions``: those documents by URI, trailing slash
+    stripped). The baseboard has no instance and the NVSwitches are bridges (class 6).
+    """
+    out = []
+    for doc in _dedupe(devices):
+        if str(doc.get("DeviceType") or "").upper() != "GPU":
+            continue
+        instances = doc.get("DeviceInstances")
+        uris = [
+            str(i.get("@odata.id") or "").rstrip("/")
+            for i in (instances if isinstance(instances, list) else [])
+            if isinstance(i, Mapping)
+        ]
+        if not any(_path(functions.get(u) or {}, "ClassCode") == 3 for u in uris):
+            continue
+        name = _text(doc, "Name")
+        nvidia = vendors.is_nvidia(doc, *(functions.get(u) or {} for u in uris))
+        version = _path(doc, "FirmwareVersion", "Current", "VersionString")
+        out.append(
+            Gpu(
+                id=_text(doc, "Location") or _text(doc, "Id") or _where(doc),
+                model=vendors.canonical_gpu_model(name, nvidia) if name else None,
+                manufacturer=_text(doc, "Manufacturer"),
+                serial=_text(doc, "SerialNumber"),
+                part_number=_text(doc, "PartNumber"),
+                firmware=version.strip() if isinstance(version, str) and version.strip() else None,
+                health=_text(_obj(doc, "Status"), "Health"),
+                model_source="Name" if name else None,
+            )
+        )
+    return sorted(out, key=lambda g: _slot_order(g.id))
+
+
+def _slot_order(gpu_id: str) -> tuple[str, int]:
+    """``PCI-E Slot 2`` before ``PCI-E Slot 11``."""
+    head, _, tail = gpu_id.rpartition(" ")
+    return (head, int(tail)) if tail.isdigit() else (gpu_id, -1)
+
+
+# -- identity from the chassis (NVIDIA OpenBMC) -------------------------------------------------
+
+_IDENTITY_FIELDS = ("Manufacturer", "Model", "SerialNumber")
+#: Chassis types that enclose a whole server, as opposed to a board or a part of one.
+_ENCLOSURE_TYPES = {
+    "rack",
+    "rackmount",
+    "shelf",
+    "enclosure",
+    "standalone",
+    "stretchedstandalone",
+    "sled",
+    "blade",
+    "drawer",
+    "cartridge",
+}
+
+
+def lacks_identity(system: Doc) -> bool:
+    """True when the system names neither its model nor its serial (NVIDIA GH200/GB200)."""
+    return not (_text(system, "SerialNumber") or _text(system, "Model"))
+
+
+def identity_chassis(system: Doc, chassis: Sequence[Doc]) -> Doc | None:
+    """The chassis that carries a system's identity when the system itself does not.
+
+    Candidates are the chassis linked to the system (its ``Links.Chassis``, or a chassis whose
+    ``Links.ComputerSystems`` names it). An enclosure-type one wins (GB200: ``Chassis_0``, a
+    Shelf, "GB200 NVL"); else the first the system links to (GH200: ``BMC_0``, P3809, its
+    only link). Chassis that name no serial are skipped.
+    """
+    uri = system.get("@odata.id")
+    linked = links(system, "Chassis")
+    by_uri = {str(c.get("@odata.id")): c for c in chassis if isinstance(c, Mapping)}
+    candidates = [by_uri[u] for u in linked if u in by_uri]
+    for doc in by_uri.values():
+        if doc not in candidates and uri in links(doc, "ComputerSystems"):
+            candidates.append(doc)
+    candidates = [c for c in candidates if _text(c, "SerialNumber")]
+    for doc in candidates:
+        if str(doc.get("ChassisType") or "").lower() in _ENCLOSURE_TYPES:
+            return doc
+    return candidates[0] if candidates else None
+
+
+def with_chassis_identity(system: Doc, chassis: Doc) -> dict[str, Any]:
+    """A copy of the system with Manufacturer, Model and SerialNumber taken from the chassis
+    where the system has none (nothing the system says is overwritten)."""
+    out = dict(system)
+    for key in _IDENTITY_FIELDS:
+        if not _text(system, key) and _text(chassis, key):
+            out[key] = chassis[key]
+    return out
+
+
+# -- BIOS settings ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BiosSettings:
+    """Current BIOS values, the values pending in the ``@Redfish.Settings`` object (only those
+    that differ from current: Dell's object holds only changed attributes, HPE's, Lenovo's and
+    the DGX's hold every writable one), and the registry when the BMC has one."""
+
+    uri: str
+    current: Mapping[str, Any]
+    pending: Mapping[str, Any]
+    settings_uri: str | None
+    apply_times: tuple[str, ...]
+    registry_id: str | None
+    registry: Mapping[str, Mapping[str, Any]] | None = None  # AttributeName -> entry
+    notes: tuple[str, ...] = ()
+    #: False when the BMC has a settings object that could not be read: pending values unknown
+    pending_known: bool = True
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "uri": self.uri,
+            "current": dict(self.current),
+            "pending": dict(self.pending),
+            "settings_uri": self.settings_uri,
+            "apply_times": list(self.apply_times),
+            "registry_id": self.registry_id,
+            "registry": sorted(self.registry) if self.registry is not None else None,
+            "notes": list(self.notes),
+            "pending_known": self.pending_known,
+        }
+
+
+def bios_settings_uri(bios: Doc) -> str | None:
+    return _str_or_none(_path(bios, "@Redfish.Settings", "SettingsObject", "@odata.id"))
+
+
+def registry_entries(registry: Doc) -> dict[str, Mapping[str, Any]]:
+    """An AttributeRegistry's attributes by name."""
+    attributes = _path(registry, "RegistryEntries", "Attributes")
+    if not isinstance(attributes, list):
+        raise ParseError(ErrorKind.MALFORMED, f"{_where(registry)}: no RegistryEntries.Attributes")
+    return {
+        str(a["AttributeName"]): a
+        for a in attributes
+        if isinstance(a, Mapping) and isinstance(a.get("AttributeName"), str)
+    }
+
+
+def parse_bios(
+    bios: Doc,
+    pending: Doc | None = None,
+    registry: Doc | None = None,
+    notes: Sequence[str] = (),
+    *,
+    pending_known: bool = True,
+) -> BiosSettings:
+    current = bios.get("Attributes")
+    if not isinstance(current, Mapping):
+        raise ParseError(ErrorKind.MALFORMED, f"{_where(bios)}: Attributes is not an object")
+    waiting: dict[str, Any] = {}
+    if pending is not None:
+        values = pending.get("Attributes") or {}
+        if not isinstance(values, Mapping):
+            raise ParseError(ErrorKind.MALFORMED, f"{_where(pending)}: Attributes is not an object")
+        waiting = {k: v for k, v in values.items() if current.get(k) != v}
+    times = _path(bios, "@Redfish.Settings", "SupportedApplyTimes")
+    return BiosSettings(
+        uri=_where(bios),
+        current=dict(current),
+        pending=waiting,
+        settings_uri=bios_settings_uri(bios),
+        apply_times=tuple(str(t) for t in times) if isinstance(times, list) else (),
+        registry_id=_text(bios, "AttributeRegistry"),
+        registry=registry_entries(registry) if registry is not None else None,
+        notes=tuple(notes),
+        pending_known=pending_known,
+    )
+
+
 # -- the host record ---------------------------------------------------------------------------
 
 
@@ -694,10 +768,11 @@ class HostFacts:
     system: SystemInfo
     manager: ManagerInfo | None
     nics: tuple[Nic, ...]
-    pxe: PxeChoice | None
+    pxe: pxe.PxeChoice | None
     gpus: tuple[Gpu, ...]
     infiniband: tuple[InfinibandAdapter, ...] = ()
-    firmware: tuple[Firmware, ...] = ()
+    firmware: tuple[fw.FirmwareItem, ...] = ()
+    bios: BiosSettings | None = None
     pcie: tuple[PcieDevice, ...] = ()
     memory: tuple[MemoryModule, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -730,7 +805,9 @@ class HostFacts:
         if self.infiniband:
             facts["infiniband"] = [asdict(a) | {"ports": list(a.ports)} for a in self.infiniband]
         if self.firmware:
-            facts["firmware"] = [asdict(f) for f in self.firmware]
+            facts["firmware"] = [f.public() for f in self.firmware]
+        if self.bios is not None:
+            facts["bios"] = self.bios.public()
         if self.pcie:
             facts["pcie_devices"] = [asdict(d) for d in self.pcie]
         if self.memory:
@@ -751,6 +828,12 @@ class IncompleteHost(ParseError):
 
 def require_complete(facts: HostFacts, rules: Sequence[str]) -> None:
     """Fail closed: a host without a PXE MAC cannot be enlisted, so it is not healthy."""
+    if facts.pxe is None and not facts.nics:
+        raise IncompleteHost(
+            facts,
+            "no host NIC: the BMC lists no EthernetInterfaces, network adapter functions or "
+            "network boot options, so no PXE MAC can be decided",
+        )
     if facts.pxe is None:
-        ids = ", ".join(n.id for n in facts.nics) or "none"
+        ids = ", ".join(n.id for n in facts.nics)
         raise IncompleteHost(facts, f"no NIC matches the PXE rules {list(rules)} (NICs: {ids})")

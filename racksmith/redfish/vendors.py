@@ -36,7 +36,7 @@ from typing import Any
 Doc = Mapping[str, Any]
 
 #: GPU sources a profile may list, tried in its order; the first that yields GPUs wins.
-GPU_SOURCES = ("processors", "baseboard", "pcie")
+GPU_SOURCES = ("processors", "baseboard", "pcie", "hpe-devices")
 
 
 class VendorError(ValueError):
@@ -86,6 +86,13 @@ class VendorProfile:
     dell_video: bool = False  # GPU firmware from Oem/Dell/DellVideo when the processor lacks it
     boot: BootQuirks = BootQuirks()
     notes: str = ""
+    #: when the system names no model or serial, take Manufacturer, Model and SerialNumber from
+    #: the chassis linked to it (NVIDIA OpenBMC: GH200, GB200)
+    identity_from_chassis: bool = False
+    #: when the system has no ``BiosVersion``: the firmware inventory member that is the BIOS
+    bios_inventory_id: str | None = None
+    #: when the system lists no NICs: the MACs its network boot options name (NVIDIA OpenBMC)
+    nics_from_boot_options: bool = False
 
 
 DELL_PXE_RULES = ("id:NIC.Integrated.1-1-1", "id:NIC.Embedded.1-1-1", "link:up")
@@ -132,7 +139,8 @@ PROFILES: dict[str, VendorProfile] = {
             root_markers=("HPE", "Hpe"),
             pxe_rules=_NUMBERED_PXE_RULES,
             service_tag_fields=("SerialNumber",),
-            gpu_sources=("processors", "pcie"),
+            # XL675d: the GPUs are only in the OEM Chassis/1/Devices and Systems/1/PCIDevices
+            gpu_sources=("processors", "pcie", "hpe-devices"),
         ),
         VendorProfile(
             name="nvidia-dgx",
@@ -143,6 +151,19 @@ PROFILES: dict[str, VendorProfile] = {
             service_tag_fields=("SerialNumber",),
             gpu_sources=("processors", "baseboard", "pcie"),
             boot=BootQuirks(send_mode="UEFI", settings_path="SD", if_match=True),
+        ),
+        VendorProfile(
+            name="nvidia-openbmc",
+            label="NVIDIA OpenBMC (GH200, GB200 boards)",
+            manufacturers=(),  # the host system names no manufacturer: the service root decides
+            root_markers=("NVIDIA",),
+            pxe_rules=("boot:pxe", "link:up"),
+            service_tag_fields=("SerialNumber",),
+            gpu_sources=("baseboard", "processors"),
+            identity_from_chassis=True,
+            bios_inventory_id="UEFI",
+            nics_from_boot_options=True,
+            notes="identity on the chassis, BIOS in the firmware inventory, MACs in BootOptions",
         ),
         VendorProfile(
             name="generic",
@@ -225,14 +246,19 @@ def service_tag(system: Doc, fields: Sequence[str]) -> tuple[str | None, str | N
 # -- systems behind one BMC --------------------------------------------------------------------
 
 
+_BOOT_KEYS = ("BootOrder", "BootOptions", "BootSourceOverrideTarget", "BootSourceOverrideEnabled")
+
+
 def is_host(system: Doc) -> bool:
-    """A system that boots (``Boot``) or has host NICs; a DGX's ``HGX_Baseboard_0`` has neither:
-    it is a part of the host (GPUs, their memory), not a server of its own."""
+    """A system that boots (a boot order, boot options or a boot override) or has host NICs.
+
+    A DGX's ``HGX_Baseboard_0`` has neither; a GH200's has a ``Boot`` object that holds only
+    the allowable values of an override it does not have: either way it is a part of the host
+    (GPUs, their memory), not a server of its own."""
     boot = system.get("Boot")
     nics = system.get("EthernetInterfaces")
-    return (isinstance(boot, Mapping) and bool(boot)) or (
-        isinstance(nics, Mapping) and isinstance(nics.get("@odata.id"), str)
-    )
+    boots = isinstance(boot, Mapping) and any(k in boot for k in _BOOT_KEYS)
+    return boots or (isinstance(nics, Mapping) and isinstance(nics.get("@odata.id"), str))
 
 
 @dataclass(frozen=True)

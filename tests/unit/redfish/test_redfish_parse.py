@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from racksmith.redfish import parse
+from racksmith.redfish import parse, pxe
 from racksmith.redfish.errors import ErrorKind
 
 SYSTEM = "/redfish/v1/Systems/System.Embedded.1"
@@ -147,10 +147,13 @@ def test_firmware_inventory(capture):
         capture.members("/redfish/v1/UpdateService/FirmwareInventory")
     )
     assert len(firmware) == 29
-    installed = {f.name: f.version for f in firmware if f.state == "Installed"}
-    assert installed["BIOS"] == "1.8.2"
-    assert installed["Integrated Dell Remote Access Controller"] == "6.00.30.00"
-    assert {f.version for f in firmware if f.state == "Previous"} == {"1.2.4", "4.40.29.00"}
+    installed = {f.component: f.version for f in firmware if f.role == "active"}
+    # Dell embeds the version in the Id: the component is the FQDD after "__"
+    assert installed["BIOS.Setup.1-1"] == "1.8.2"
+    assert installed["iDRAC.Embedded.1-1"] == "6.00.30.00"
+    assert {f.version for f in firmware if f.role == "rollback"} == {"1.2.4", "4.40.29.00"}
+    bios = next(f for f in firmware if f.id == "Previous-159-1.2.4__BIOS.Setup.1-1")
+    assert (bios.component, bios.software_id) == ("BIOS.Setup.1-1", "159")
 
 
 def test_pcie_devices_and_memory(capture):
@@ -172,7 +175,7 @@ def test_pcie_devices_and_memory(capture):
 )
 def test_pxe_rules_say_which_rule_chose(capture, rules, nic_id, rule):
     nics = parse.nics_from_ethernet_interfaces(capture.members(f"{SYSTEM}/EthernetInterfaces"))
-    choice = parse.choose_pxe(nics, rules)
+    choice = pxe.choose_pxe(nics, rules)
     assert (choice.nic_id, choice.rule) == (nic_id, rule)
 
 
@@ -181,10 +184,10 @@ def test_pxe_by_link_state_and_no_match(capture):
     cabled = next(d for d in docs if d["Id"] == "NIC.Integrated.1-2-1")
     cabled["LinkStatus"] = "LinkUp"
     nics = parse.nics_from_ethernet_interfaces(docs)
-    assert parse.choose_pxe(nics, ["link:up"]).nic_id == "NIC.Integrated.1-2-1"
-    assert parse.choose_pxe(nics, ["id:NIC.Slot.9-1"]) is None
+    assert pxe.choose_pxe(nics, ["link:up"]).nic_id == "NIC.Integrated.1-2-1"
+    assert pxe.choose_pxe(nics, ["id:NIC.Slot.9-1"]) is None
     with pytest.raises(ValueError, match="PXE rule"):
-        parse.validate_pxe_rules(["mac:aa"])
+        pxe.validate_pxe_rules(["mac:aa"])
 
 
 def test_empty_ethernet_interfaces_parse_to_no_nics():

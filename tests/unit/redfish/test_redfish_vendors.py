@@ -13,7 +13,7 @@ from functools import cache
 import pytest
 
 from racksmith.lab.bmc.tree import DATA_DIR
-from racksmith.redfish import parse, vendors
+from racksmith.redfish import parse, pxe, vendors
 from racksmith.redfish.discover import DiscoveryOptions
 
 
@@ -268,7 +268,7 @@ def test_bmc_host_interface_is_not_a_host_nic():
 )
 def test_pxe_boot_macs_follow_the_boot_order(capture, macs):
     system = doc(capture, HOSTS[capture])
-    found = parse.pxe_boot_macs(
+    found = pxe.pxe_boot_macs(
         system["Boot"]["BootOrder"], members(capture, f"{HOSTS[capture]}/BootOptions")
     )
     assert found[:2] == macs
@@ -289,18 +289,18 @@ def test_default_rules_pick_the_pxe_nic_per_vendor(capture, mac, rule):
     profile = vendors.choose(system)
     rules = DiscoveryOptions().rules_for(profile)
     order = system["Boot"].get("BootOrder") or []
-    boot = parse.pxe_boot_macs(order, members(capture, f"{HOSTS[capture]}/BootOptions"))
-    choice = parse.choose_pxe(_nics(capture), rules, boot)
+    boot = pxe.pxe_boot_macs(order, members(capture, f"{HOSTS[capture]}/BootOptions"))
+    choice = pxe.choose_pxe(_nics(capture), rules, boot)
     assert choice is not None and (choice.mac, choice.rule) == (mac, rule)
 
 
 def test_configured_rules_replace_the_profiles():
     options = DiscoveryOptions(pxe_rules=("link:up",))
     assert options.rules_for(vendors.PROFILES["supermicro"]) == ("link:up",)
-    assert DiscoveryOptions().rules_for(vendors.PROFILES["dell"]) == parse.DEFAULT_PXE_RULES
-    assert parse.validate_pxe_rules(["boot:pxe"]) == ["boot:pxe"]
+    assert DiscoveryOptions().rules_for(vendors.PROFILES["dell"]) == vendors.DELL_PXE_RULES
+    assert pxe.validate_pxe_rules(["boot:pxe"]) == ["boot:pxe"]
     with pytest.raises(ValueError, match="boot:pxe"):
-        parse.validate_pxe_rules(["boot:http"])
+        pxe.validate_pxe_rules(["boot:http"])
     # an unknown vendor gets no "first": its NIC order means nothing
     assert "first" not in vendors.PROFILES["generic"].pxe_rules
 
