@@ -136,6 +136,34 @@ def _smi(timeout: float = 30.0):
     return smi_xml.parse(result.stdout)
 
 
+def gpus_free(profile: profiles.Profile) -> CheckResult | None:
+    """The quick check's leftover-process rule, run before anything touches a GPU: a host
+    where a process outside the profile's allow-list holds a GPU, or more memory is in use than
+    the profile allows, gets no load checks and no smoke test (a test that fits in what is left
+    would call a host fit whose next job runs out of memory). None when the GPUs are free."""
+    from racksmith.health.checks.gpu import (
+        DEFAULT_MAX_USED_MIB,
+        DEFAULT_PROCESS_ALLOW,
+        leftover_findings,
+    )
+
+    title = "No leftover processes or memory in use on the GPUs (before the load checks)"
+    try:
+        log = _smi()
+    except ParseError as exc:
+        return CheckResult(
+            "gpu_processes", title, (unknown(f"cannot tell whether the GPUs are free: {exc}"),)
+        )
+    findings = leftover_findings(
+        log,
+        tuple(profile.get("gpu.processes.allow", DEFAULT_PROCESS_ALLOW)),
+        profile.get("gpu.processes.max_used_mib", DEFAULT_MAX_USED_MIB),
+    )
+    if not findings:
+        return None
+    return CheckResult("gpu_processes", title, tuple(findings))
+
+
 def _nvlink_errors():
     result = commands.run(("nvidia-smi", "nvlink", "-e"), 30.0)
     if not result.ok:
@@ -219,6 +247,15 @@ def run(args: argparse.Namespace, console: Console | None = None) -> Report:
     except profiles.ProfileError as exc:
         results.append(CheckResult("profile", "Host-type profile", (unknown(str(exc)),)))
         return finish()
+    refusal = gpus_free(profile)
+    if refusal is not None:
+        results.append(refusal)
+        notes.append(
+            "load checks and smoke test not started: a GPU is held or its state could not be "
+            "read (see gpu_processes)"
+        )
+        echo(f"[gpu] refusing to start: {refusal.findings[0].reason}")
+        return finish(profile.name, profile.source)
     try:
         import torch
     except ImportError:

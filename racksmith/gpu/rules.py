@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from racksmith.health.checks.gpu import clock_findings
+from racksmith.health.checks.gpu import clock_findings, per_gpu
 from racksmith.health.outcome import CheckResult, Finding, fail, ok, unknown, warn
 from racksmith.health.parsers.smi_xml import SmiLog
 
@@ -165,11 +165,13 @@ def after_load(
                 "A GPU dropped out under load: drain the host, read the kernel log (Xid 79).",
             )
         )
-    for gpu in after.gpus:
+
+    def judge(gpu) -> list[Finding]:
+        found: list[Finding] = []
         old = prior.get(gpu.bus_id)
         unc, old_unc = gpu.uncorrectable(), old.uncorrectable() if old else 0
         if unc is not None and old_unc is not None and unc > old_unc:
-            findings.append(
+            found.append(
                 fail(
                     f"uncorrectable ECC errors grew under load ({old_unc} -> {unc})",
                     "Drain the host; reset the GPU; RMA if it repeats.",
@@ -177,7 +179,7 @@ def after_load(
                 )
             )
         if gpu.remap_pending or gpu.remap_failure:
-            findings.append(
+            found.append(
                 fail(
                     "row remap pending or failed after load",
                     "Reset the GPU; RMA if it fails.",
@@ -185,28 +187,31 @@ def after_load(
                 )
             )
         if gpu.recovery_action not in ("", "None"):
-            findings.append(
+            found.append(
                 fail(
                     f"recovery action {gpu.recovery_action!r} after load",
                     "Do what it asks.",
                     gpu.label,
                 )
             )
+        return found
+
+    # a field nvidia-smi could not read (before or after) is UNKNOWN for that GPU, named
+    findings += per_gpu(after, judge)
     seen: set[tuple[str, str]] = set()
     for sample in during:
-        for gpu in sample.gpus:
-            for finding in clock_findings(gpu):
-                key = (finding.subject, finding.reason)
-                if key not in seen:
-                    seen.add(key)
-                    findings.append(
-                        type(finding)(
-                            finding.severity,
-                            finding.reason + " under load",
-                            finding.remediation,
-                            finding.subject,
-                        )
+        for finding in per_gpu(sample, clock_findings):
+            key = (finding.subject, finding.reason)
+            if key not in seen:
+                seen.add(key)
+                findings.append(
+                    type(finding)(
+                        finding.severity,
+                        finding.reason + " under load",
+                        finding.remediation,
+                        finding.subject,
                     )
+                )
     if nvlink_before is not None and nvlink_after is not None:
         for gpu, links in nvlink_after.items():
             grown = {

@@ -39,14 +39,28 @@ EXIT_NOT_FIT = 1
 EXIT_UNDECIDED = 2
 
 
+#: What to do when a finding carries no remediation of its own: each severity its own text
+#: (a FAIL once printed the UNKNOWN text, "find out why the check could not run").
+DEFAULT_REMEDIATION = {
+    Severity.WARN: "Fit, but flagged: look at it at the next maintenance window.",
+    Severity.FAIL: "Not fit: repair or replace the part named, then re-run the checks.",
+    Severity.UNKNOWN: "Find out why the check could not run; the host is not fit until it can.",
+}
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One thing a check found. ``subject`` names the part (``GPU 1 (00000000:00:07.0)``)."""
+    """One thing a check found. ``subject`` names the part (``GPU 1 (00000000:00:07.0)``).
+    A WARN, FAIL or UNKNOWN without a remediation gets its severity's default text."""
 
     severity: Severity
     reason: str
     remediation: str = ""
     subject: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.remediation and self.severity in DEFAULT_REMEDIATION:
+            object.__setattr__(self, "remediation", DEFAULT_REMEDIATION[self.severity])
 
     def to_dict(self) -> dict:
         out: dict = {"severity": self.severity.label, "reason": self.reason}
@@ -70,12 +84,7 @@ def fail(reason: str, remediation: str, subject: str = "") -> Finding:
 
 
 def unknown(reason: str, remediation: str = "", subject: str = "") -> Finding:
-    return Finding(
-        Severity.UNKNOWN,
-        reason,
-        remediation or "Find out why the check could not run; the host is not fit until it can.",
-        subject,
-    )
+    return Finding(Severity.UNKNOWN, reason, remediation, subject)
 
 
 @dataclass(frozen=True)
@@ -117,7 +126,12 @@ class CheckResult:
         return max((f.severity for f in self.findings), default=Severity.UNKNOWN)
 
     def problems(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity >= Severity.WARN]
+        """WARN, FAIL and UNKNOWN findings, worst first (stable within a severity)."""
+        found = [f for f in self.findings if f.severity >= Severity.WARN]
+        return sorted(found, key=lambda f: -f.severity)
+
+    def severities(self) -> set[Severity]:
+        return {f.severity for f in self.problems()}
 
     def to_dict(self) -> dict:
         return {

@@ -93,10 +93,13 @@ class Report:
                 for finding in shown:
                     subject = f"{finding.subject}: " if finding.subject else ""
                     out.append(f"      - {finding.severity.label} {subject}{finding.reason}")
+            # one fix per severity present, worst first, each with its own severity's text
+            seen: set = set()
             for finding in result.problems():
-                if finding.remediation:
-                    out.append(f"        fix: {finding.remediation}")
-                    break
+                if finding.remediation and finding.severity not in seen:
+                    seen.add(finding.severity)
+                    label = f" ({finding.severity.label})" if len(result.severities()) > 1 else ""
+                    out.append(f"        fix{label}: {finding.remediation}")
         return "\n".join(out)
 
 
