@@ -299,7 +299,15 @@ class _Track:
         holder = getattr(_current, "holder", None)
         if holder is not None:
             holder.conn = self
-        return super().request(*args, **kwargs)  # type: ignore[misc]
+        try:
+            return super().request(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            if holder is not None:
+                # Kept apart from the connection: an answer with "Connection: close" makes
+                # http.client drop conn.sock while the body is still being read, and the
+                # watchdog then had nothing to cut (a trickled body ran for 21 s of a 2 s
+                # deadline).
+                holder.sock = getattr(self, "sock", None)
 
 
 class _HTTPConnection(_Track, HTTPConnection):
@@ -344,6 +352,7 @@ def session(pool_maxsize: int = 4) -> requests.Session:
 class _Holder:
     def __init__(self) -> None:
         self.conn: HTTPConnection | None = None
+        self.sock: socket.socket | None = None
         self.stage = "connecting"
         self.expired = threading.Event()
         self.done = threading.Event()
@@ -355,7 +364,7 @@ def _watch(holder: _Holder, budget: float) -> None:
     holder.expired.set()
     # Keep cutting until the request gives up: the socket may not exist yet (connecting).
     while not holder.done.is_set():
-        sock = getattr(holder.conn, "sock", None)
+        sock = holder.sock or getattr(holder.conn, "sock", None)
         if sock is not None:
             try:
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the fd, under any TLS wrapper

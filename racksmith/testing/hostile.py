@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -101,6 +102,7 @@ class HostileServer:
     host: str = "127.0.0.1"
     port: int = 0
     routes: dict[str, Route] = field(default_factory=dict)  # for ``routes``
+    tls: ssl.SSLContext | None = None  # a server context: speak HTTPS (an "https BMC")
     seen: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -142,7 +144,7 @@ class HostileServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.address}"
+        return f"{'https' if self.tls else 'http'}://{self.address}"
 
     # -- serving -----------------------------------------------------------------------------
 
@@ -160,6 +162,8 @@ class HostileServer:
     def _serve(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(5)
+            if self.tls is not None:  # a failed handshake (plain HTTP sent to us) ends here
+                conn = self.tls.wrap_socket(conn, server_side=True)
             if self.mode == "trickle_tls":  # a ClientHello, not an HTTP request
                 request: Seen | None = Seen("TLS", "", {}, conn.recv(65536))
             else:
