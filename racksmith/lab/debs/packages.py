@@ -202,12 +202,20 @@ _DCGM_UNIT = _unit(
     extra='User=root\nPrivateTmp=false\nEnvironment="DCGM_HOME_DIR=/var/log/nvidia-dcgm"\n'
     "Restart=on-abort\n",
 )
-_EXPORTER_UNIT = _unit(
-    "NVIDIA DCGM exporter",
-    "/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv",
-    after="nvidia-dcgm.service",
-    extra="Restart=on-failure\nRestartSec=2\n",
-)
+#: The exporter's unit as NVIDIA's package names and wires it (nvidia-dcgm-exporter.service,
+#: packaging/config-files/systemd/ of github.com/NVIDIA/dcgm-exporter): started after, and
+#: wanting, the host engine; logs appended to /var/log/dcgm-exporter.log.
+_EXPORTER_UNIT = (
+    "[Unit]\n"
+    f"Description=NVIDIA DCGM-exporter service ({STANDIN})\n"
+    "Wants=nvidia-dcgm.service\nAfter=nvidia-dcgm.service\n"
+    "\n[Service]\nUser=root\nPrivateTmp=false\n"
+    "StandardOutput=append:/var/log/dcgm-exporter.log\n"
+    "StandardError=append:/var/log/dcgm-exporter.log\n"
+    "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv\n"
+    "Restart=on-abort\n"
+    "\n[Install]\nWantedBy=multi-user.target\n"
+).encode()
 _FM_UNIT = _unit(
     "NVIDIA fabric manager service",
     "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg",
@@ -282,7 +290,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
         lambda n, v: (
             *_programs(n, "dcgm.py", ("dcgm-exporter",), v),
             File("/etc/dcgm-exporter/default-counters.csv", _DCGM_COUNTERS, conffile=True),
-            File("/lib/systemd/system/dcgm-exporter.service", _EXPORTER_UNIT),
+            File("/lib/systemd/system/nvidia-dcgm-exporter.service", _EXPORTER_UNIT),
         ),
     ),
     "nvidia-fabricmanager-535": Behaviour(

@@ -36,7 +36,7 @@ def test_every_package_is_a_real_deb_named_and_versioned_like_its_record(repo):
         "datacenter-gpu-manager_3.3.9_amd64.deb",
         "datacenter-gpu-manager-4-core_4.5.2-1_amd64.deb",
         "datacenter-gpu-manager-4-cuda12_4.5.2-1_amd64.deb",
-        "datacenter-gpu-manager-exporter_4.7.0-1_amd64.deb",
+        "datacenter-gpu-manager-exporter_4.8.1-1_amd64.deb",
         "nvidia-fabricmanager-535_535.216.03-1_amd64.deb",
     }
     for deb in repo.debs:
@@ -92,9 +92,9 @@ def test_index_lists_each_deb_with_its_checksum_and_release_is_signed(repo, tmp_
 
     cuda = repo.root / packages.CUDA_REPO
     index = (cuda / "Packages").read_text()
-    deb = cuda / "datacenter-gpu-manager-exporter_4.7.0-1_amd64.deb"
+    deb = cuda / "datacenter-gpu-manager-exporter_4.8.1-1_amd64.deb"
     assert f"SHA256: {hashlib.sha256(deb.read_bytes()).hexdigest()}" in index
-    assert "Filename: ./datacenter-gpu-manager-exporter_4.7.0-1_amd64.deb" in index
+    assert "Filename: ./datacenter-gpu-manager-exporter_4.8.1-1_amd64.deb" in index
     release = (cuda / "Release").read_text()
     assert hashlib.sha256((cuda / "Packages.gz").read_bytes()).hexdigest() in release
     # apt checks InRelease with gpgv against the keyring it is given (signed-by)

@@ -31,7 +31,7 @@ except ImportError:  # in the checkout (unit tests)
 
 # the version of the package each program came with (DCGM 3 or 4, the exporter)
 DCGM_VERSION = package_version("4.5.2")
-EXPORTER_VERSION = package_version("4.7.0")
+EXPORTER_VERSION = package_version("4.8.1")
 ENGINE_PORT = 5555
 FIELD_TYPES = ("gauge", "counter", "label")
 
