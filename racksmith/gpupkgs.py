@@ -163,6 +163,13 @@ def check_gdr(gdr: str, modules: str) -> None:
         )
 
 
+def gdr_packages(gdr: str, modules: str) -> list[str]:
+    """What the gdr role installs from the distribution for a method (after :func:`check_gdr`):
+    DMA-BUF runs over the distribution's rdma-core; DOCA-OFED is the site's own install."""
+    check_gdr(gdr, modules)
+    return ["rdma-core", "ibverbs-utils"] if gdr == "dmabuf" else []
+
+
 def check_flavour(kernel_flavour: str) -> None:
     if not _FLAVOUR.fullmatch(kernel_flavour or ""):
         raise PlanError(
@@ -232,14 +239,25 @@ def plan(
     modules: str | None = None,
     cuda_major: int = 12,
     toolkit_version: str = "",
+    kernel_release: str = "",
 ) -> Plan:
-    """Every role's packages for one choice, or :class:`PlanError` saying what cannot be."""
+    """Every role's packages for one choice, or :class:`PlanError` saying what cannot be.
+
+    ``kernel_release`` (``uname -r``), when given, must be of ``kernel_flavour``: the flavour's
+    metapackages would otherwise bring modules (or headers) for another kernel than the one the
+    host boots."""
     branch = str(branch)
     version = version or ""
     check_version(source, branch, version)
     modules = modules or default_modules(branch)
     check_gdr(gdr, modules)
     check_flavour(kernel_flavour)
+    if kernel_release and not flavour_of_kernel(kernel_flavour, kernel_release):
+        raise PlanError(
+            f"the running kernel {kernel_release} is not of flavour {kernel_flavour}: its "
+            "metapackage would bring NVIDIA modules for another kernel than the one this host "
+            "boots. Set nvidia_driver_kernel_flavour to the flavour MAAS deploys"
+        )
     if nvlink5 and not nvswitch:
         raise PlanError("NVLink 5 systems connect their GPUs through NVSwitches: nvswitch is false")
     if toolkit_version and not _TOOLKIT_VERSION.fullmatch(toolkit_version):
@@ -259,7 +277,7 @@ def plan(
         driver=tuple(driver),
         fabricmanager=tuple(fabricmanager),
         # DMA-BUF runs over the distribution's RDMA stack; DOCA-OFED is the site's install
-        gdr=("rdma-core", "ibverbs-utils") if gdr == "dmabuf" else (),
+        gdr=tuple(gdr_packages(gdr, modules)),
         # docker.io unpinned: the distribution's archive moves it (it is held once installed)
         container_runtime=(
             "docker.io",

@@ -11,7 +11,14 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 try:
-    from racksmith.gpupkgs import PlanError, dcgm_packages, plan, unknown_packages
+    from racksmith.gpupkgs import (
+        PlanError,
+        dcgm_packages,
+        default_modules,
+        gdr_packages,
+        plan,
+        unknown_packages,
+    )
 except ImportError as exc:  # the controller lacks the racksmith package: say so when used
     plan = None
     _IMPORT_ERROR: ImportError | None = exc
@@ -121,10 +128,23 @@ def gpu_dcgm_packages(dcgm_major, cuda_major=12):
         raise AnsibleFilterError(f"gpu_dcgm_packages: {exc}") from exc
 
 
+def gpu_gdr_packages(method, modules="", branch="535"):
+    """The distribution packages GPUDirect RDMA needs for a method, or the refusal's reason
+    (inbox rdma-core with nvidia-peermem; DMA-BUF without the open kernel modules). Empty
+    modules: NVIDIA's default for the driver branch."""
+    if plan is None:
+        raise AnsibleFilterError(f"gpu_gdr_packages needs the racksmith package: {_IMPORT_ERROR}")
+    try:
+        return gdr_packages(str(method), str(modules or default_modules(str(branch))))
+    except (PlanError, ValueError) as exc:
+        raise AnsibleFilterError(f"gpu_gdr_packages: {exc}") from exc
+
+
 class FilterModule:
     def filters(self):
         return {
             "gpu_install_plan": gpu_install_plan,
             "gpu_dcgm_packages": gpu_dcgm_packages,
+            "gpu_gdr_packages": gpu_gdr_packages,
             "apt_unknown": apt_unknown,
         }

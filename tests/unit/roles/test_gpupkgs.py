@@ -229,3 +229,19 @@ def test_apt_policy_names_what_apt_cannot_install_yet():
     specs = ["nvidia-utils-535-server", "libnvidia-nscq-535", "nvidia-fabricmanager-535=535.1-*"]
     assert flt(specs, POLICY) == ["libnvidia-nscq-535", "nvidia-fabricmanager-535=535.1-*"]
     assert flt(specs[:1], POLICY) == []
+
+
+def test_the_running_kernel_must_be_of_the_flavour():
+    assert plan(source="ubuntu", branch="535", kernel_release="6.8.0-52-generic").driver
+    with pytest.raises(PlanError, match="not of flavour generic-hwe-22"):
+        plan(source="cuda", branch="535", kernel_release="5.15.0-1063-nvidia")
+
+
+def test_gdr_filter_takes_the_branchs_default_modules():
+    flt = plugin_filters("plugins/filter/gpupkgs.py")["gpu_gdr_packages"]
+    assert flt("dmabuf", "", "580") == ["rdma-core", "ibverbs-utils"]
+    assert flt("doca", "", "535") == []
+    with pytest.raises(AnsibleFilterError, match="needs NVIDIA's open kernel modules"):
+        flt("dmabuf", "", "535")
+    with pytest.raises(AnsibleFilterError, match="inbox rdma-core"):
+        flt("inbox", "open", "580")
