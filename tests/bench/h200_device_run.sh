@@ -258,10 +258,12 @@ EOF
   python3 -m racksmith.health check --profile "$PROFILE" -v | tee "$W/held-quick.txt"
   timeout 300 python3 -m racksmith.gpu run --profile "$PROFILE" --only "${SMOKE_ONLY:-stress,smoke}" --stress-seconds 10 --smoke-steps 40 \
     --smoke-gpus 1 --out "$W/held-load" > "$W/held-load.txt" 2>&1
-  echo "load checks exit $?"; head -40 "$W/held-load.txt"
+  echo "load checks exit $? ($(grep -c '' "$W/held-load/gpu-run.log" 2>/dev/null) lines of gpu-run.log)"; head -40 "$W/held-load.txt"
   kill "$holder"; for _ in $(seq 40); do kill -0 "$holder" 2>/dev/null || break; sleep 0.25; done
   kill -0 "$holder" 2>/dev/null && kill -9 "$holder"
   echo "holder $holder ended"; nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+  python3 -m racksmith.health check --profile "$PROFILE" > "$W/held-after.txt"; echo "quick checks after the holder ended: exit $?"
+  head -1 "$W/held-after.txt"
 fi
 
 tar czf "$OUT/h200-run.tar.gz" -C "$(dirname "$W")" run
