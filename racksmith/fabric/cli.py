@@ -1,4 +1,4 @@
-"""``racksmith fabric ...``: generate test fabrics, check cabling, triage UFM events (and
+"""``racksmith fabric ...``: check cabling, triage UFM events (and
 isolate through UFM), plan the burn-in. See docs/fabric.md.
 
 Exit codes: 0 clean, 1 problems found (cabling findings, links not covered, a UFM call or
@@ -19,10 +19,7 @@ from racksmith.fabric import (
     cabling,
     counters,
     events,
-    generator,
     hosts,
-    iblinkinfo,
-    ibnetdiscover,
     wiring,
 )
 from racksmith.fabric import topology as topology_io
@@ -33,51 +30,6 @@ from racksmith.fabric.model import Topology
 
 def _print_json(doc) -> None:
     print(json.dumps(doc, indent=2, sort_keys=False))
-
-
-# --- generate -----------------------------------------------------------------------------
-
-
-def cmd_generate(args: argparse.Namespace) -> int:
-    fabric = generator.generate(
-        args.hcas, args.tiers, args.seed, tuple(args.fault or ()), args.radix, args.hcas_per_host
-    )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ibnetdiscover.txt").write_text(ibnetdiscover.render(fabric.topology))
-    (out / "iblinkinfo.txt").write_text(iblinkinfo.render_line_form(fabric.topology))
-    (out / "plan.csv").write_text(wiring.render(fabric.plan))
-    (out / "hosts.json").write_text(json.dumps(fabric.hosts, indent=1) + "\n")
-    lines, bad = generator.event_log(fabric, args.events, args.seed)
-    with (out / "event.log").open("w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    truth = {"faults": fabric.faults, "bad_links": bad, "seed": args.seed}
-    (out / "faults.json").write_text(json.dumps(truth, indent=1) + "\n")
-    summary = {
-        "out": str(out),
-        "hcas": len(fabric.topology.hcas()),
-        "switches": len(fabric.topology.switches()),
-        "links": len(fabric.topology.links),
-        "event_lines": len(lines),
-        "faults": [f["kind"] for f in fabric.faults],
-        "files": [
-            "ibnetdiscover.txt",
-            "iblinkinfo.txt",
-            "plan.csv",
-            "hosts.json",
-            "event.log",
-            "faults.json",
-        ],
-    }
-    if args.json:
-        _print_json(summary)
-    else:
-        print(
-            f"wrote {out}: {summary['switches']} switches, {summary['hcas']} HCAs, "
-            f"{summary['links']} links, {len(lines)} event lines"
-            + (f"; faults: {', '.join(summary['faults'])}" if fabric.faults else "")
-        )
-    return 0
 
 
 # --- cabling ------------------------------------------------------------------------------
@@ -366,30 +318,6 @@ def _write_burnin(out: Path, topo: Topology, plan: burnin.BurnPlan, ends, args) 
 
 
 def register(subparsers) -> None:
-    g = subparsers.add_parser(
-        "generate",
-        help="write a test fat tree: ibnetdiscover.txt, plan.csv, event.log, hosts.json",
-        description="Generate a realistic 2- or 3-tier fat tree with optional faults.",
-    )
-    g.add_argument("--hcas", type=int, required=True, metavar="N")
-    g.add_argument("--tiers", type=int, choices=(2, 3), required=True)
-    g.add_argument(
-        "--fault",
-        action="append",
-        choices=generator.FAULTS,
-        metavar="KIND",
-        help=f"inject a fault (repeatable): {', '.join(generator.FAULTS)}",
-    )
-    g.add_argument("--seed", type=int, default=0, metavar="S")
-    g.add_argument("--out", required=True, metavar="DIR")
-    g.add_argument("--radix", type=int, default=64, help="switch ports (default 64, NDR QM9700)")
-    g.add_argument("--hcas-per-host", type=int, default=8, metavar="K")
-    g.add_argument(
-        "--events", type=int, default=2000, metavar="LINES", help="event.log size (default 2000)"
-    )
-    g.add_argument("--json", action="store_true")
-    g.set_defaults(func=cmd_generate)
-
     c = subparsers.add_parser(
         "cabling",
         help="check the fabric against the wiring plan",

@@ -16,8 +16,6 @@ from racksmith.fabric.errors import UfmError
 from racksmith.fabric.tickets import CLOSED, OPEN, REPAIRED, Ticket, TicketStore, ticket_id
 from racksmith.fabric.triage import LinkIssue, TriageResult
 
-METHODS = ("isolate", "disable")
-
 
 @dataclass
 class Outcome:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from racksmith.fabric.events import ACT, ATTENTION, IGNORE, End, Event
 from racksmith.fabric.hosts import HcaOwner
-from racksmith.fabric.model import SWITCH, PortRef, Topology, link_ends, port_label
+from racksmith.fabric.model import SWITCH, Topology, link_ends, port_label
 
 BURST_COUNT = 50
 BURST_WINDOW = 1.0
@@ -316,7 +316,3 @@ def _with_guid(end: End, guids: dict[str, str]) -> End:
     if end.guid or not end.is_switch or end.name not in guids:
         return end
     return End(end.kind, end.name, end.port, guids[end.name])
-
-
-def port_ref(end: End) -> PortRef | None:
-    return PortRef(end.guid, end.port) if end.guid else None

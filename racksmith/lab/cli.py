@@ -27,6 +27,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check-run", "racksmith.lab.expect", "did each server end the run as its faults say?"),
     ("cache-stats", "racksmith.lab.cachestats", "apt cache: bytes from upstream vs served"),
     ("standin", "racksmith.lab.standin", "LAB STAND-IN: fake GPU tools that replay a capture"),
+    ("fabric", "racksmith.lab.fabricgen", "write a generated InfiniBand fat tree and its LFTs"),
 )
 
 

@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from racksmith.fabric import burnin, cabling, events, generator, ibnetdiscover, triage, wiring
+from racksmith.fabric import burnin, cabling, events, ibnetdiscover, triage, wiring
+from racksmith.lab import fabricgen
 
 
 def _timed(fn, *args, **kwargs):
@@ -37,7 +38,7 @@ def _timed(fn, *args, **kwargs):
 
 
 def bench_burnin(hcas: int, seed: int) -> bool:
-    fabric, t_gen = _timed(generator.generate, hcas, 3, seed)
+    fabric, t_gen = _timed(fabricgen.generate, hcas, 3, seed)
     text = ibnetdiscover.render(fabric.topology)
     topo, t_parse = _timed(ibnetdiscover.parse, text, "bench")
     plan, t_plan = _timed(burnin.plan, topo, seed)
@@ -53,7 +54,7 @@ def bench_burnin(hcas: int, seed: int) -> bool:
 
 
 def bench_cabling(hcas: int, seed: int) -> None:
-    fabric = generator.generate(
+    fabric = fabricgen.generate(
         hcas, 3, seed, faults=("miscabling", "missing", "degraded", "renamed")
     )
     plan = wiring.parse(wiring.render(fabric.plan), "plan")
@@ -65,8 +66,8 @@ def bench_cabling(hcas: int, seed: int) -> None:
 
 
 def bench_triage(hcas: int, lines: int, seed: int) -> bool:
-    fabric = generator.generate(hcas, 3, seed)
-    (log, truth), t_gen = _timed(generator.event_log, fabric, lines, seed)
+    fabric = fabricgen.generate(hcas, 3, seed)
+    (log, truth), t_gen = _timed(fabricgen.event_log, fabric, lines, seed)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "event.log"
         path.write_text("\n".join(log) + "\n")

@@ -34,7 +34,7 @@ def _run(tmp_path: Path, inventory: dict) -> subprocess.CompletedProcess:
 def _fabric(tmp_path: Path) -> Path:
     out = tmp_path / "fabric"
     subprocess.run(
-        [BIN / "racksmith", "fabric", "generate", "--hcas", "16", "--tiers", "2",
+        [BIN / "racksmith", "lab", "fabric", "--hcas", "16", "--tiers", "2",
          "--fault", "miscabling", "--seed", "1", "--hcas-per-host", "8", "--out", str(out)],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip

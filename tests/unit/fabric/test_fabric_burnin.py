@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from racksmith.fabric import burnin, counters, generator, ibnetdiscover, triage
+from racksmith.fabric import burnin, counters, ibnetdiscover, triage
 from racksmith.fabric.model import HCA
+from racksmith.lab import fabricgen
 
 
 def _assert_valid(topo, plan):
@@ -38,7 +39,7 @@ def _assert_valid(topo, plan):
     [(32, 2, 8, 4), (64, 3, 8, 4), (60, 3, 8, 4), (128, 3, 16, 8), (100, 2, 16, 4)],
 )
 def test_plans_are_valid_and_cover_every_link(hcas, tiers, radix, per_host):
-    fabric = generator.generate(hcas, tiers, seed=1, radix=radix, hcas_per_host=per_host)
+    fabric = fabricgen.generate(hcas, tiers, seed=1, radix=radix, hcas_per_host=per_host)
     plan = burnin.plan(fabric.topology, seed=5)
     _assert_valid(fabric.topology, plan)
     assert plan.uncovered == [] and plan.coverage == 1.0
@@ -51,21 +52,21 @@ def test_plans_are_valid_and_cover_every_link(hcas, tiers, radix, per_host):
 def test_lower_bound_counts_uplinks_per_reachable_hca():
     # a 2-tier radix-8 tree with 5 HCAs on 4-rail hosts: the second unit's leaves each hold
     # one HCA and have four uplinks, so one stage cannot load them: the bound is 4
-    fabric = generator.generate(5, 2, seed=1, radix=8, hcas_per_host=4)
+    fabric = fabricgen.generate(5, 2, seed=1, radix=8, hcas_per_host=4)
     plan = burnin.plan(fabric.topology, seed=1)
     assert plan.lower_bound == 4
     _assert_valid(fabric.topology, plan)
 
 
 def test_full_tree_needs_one_stage():
-    fabric = generator.generate(64, 3, seed=3, radix=8, hcas_per_host=4)
+    fabric = fabricgen.generate(64, 3, seed=3, radix=8, hcas_per_host=4)
     plan = burnin.plan(fabric.topology, seed=9)
     assert (plan.lower_bound, len(plan.stages)) == (1, 1)
     assert len(plan.stages[0]) == 32  # every HCA busy
 
 
 def test_deterministic_under_a_seed():
-    topo = generator.generate(60, 3, seed=2, radix=8, hcas_per_host=4).topology
+    topo = fabricgen.generate(60, 3, seed=2, radix=8, hcas_per_host=4).topology
 
     def shape(p):
         return [[(x.client, x.server, tuple(x.links)) for x in s] for s in p.stages]
@@ -75,7 +76,7 @@ def test_deterministic_under_a_seed():
 
 
 def test_links_no_minimal_route_can_load_are_listed():
-    fabric = generator.generate(64, 3, seed=1, radix=8, hcas_per_host=4)
+    fabric = fabricgen.generate(64, 3, seed=1, radix=8, hcas_per_host=4)
     topo = fabric.topology
     spines = [n for n in topo.switches() if n.name.startswith("ib-spine")]
     from racksmith.fabric.model import Link, PortRef
@@ -87,7 +88,7 @@ def test_links_no_minimal_route_can_load_are_listed():
 
 
 def test_commands_scripts_and_play(tmp_path):
-    fabric = generator.generate(32, 2, seed=1, radix=8, hcas_per_host=4)
+    fabric = fabricgen.generate(32, 2, seed=1, radix=8, hcas_per_host=4)
     topo = fabric.topology
     plan = burnin.plan(topo, seed=2)
     ends = burnin.endpoints(topo)

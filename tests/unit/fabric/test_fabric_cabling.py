@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from racksmith.fabric import cabling, generator, hosts, iblinkinfo, ibnetdiscover, wiring
+from racksmith.fabric import cabling, hosts, iblinkinfo, ibnetdiscover, wiring
+from racksmith.lab import fabricgen
 
 
 def _check(fabric, owners=None):
@@ -41,7 +42,7 @@ def test_sample_without_hosts_map_cannot_place_factory_hca(fixture_text):
 
 
 def test_hosts_map_names_a_miscabled_hca_by_service_tag():
-    fabric = generator.generate(32, 2, seed=4, radix=8, hcas_per_host=4)
+    fabric = fabricgen.generate(32, 2, seed=4, radix=8, hcas_per_host=4)
     topo = fabric.topology
     # HCAs straight out of the box: factory descriptions; the plan uses service tags
     tags = {host: f"SVC{n:04d}" for n, host in enumerate(sorted(fabric.hosts))}
@@ -87,14 +88,14 @@ def _tag(name, tags):
 
 def test_clean_generated_fabric_passes():
     for tiers, n in ((2, 32), (3, 64)):
-        report = _check(generator.generate(n, tiers, seed=1, radix=8, hcas_per_host=4))
+        report = _check(fabricgen.generate(n, tiers, seed=1, radix=8, hcas_per_host=4))
         assert report.ok and report.findings == [] and report.fabric_networks == 1
         assert report.matching_links == report.planned_links == report.fabric_links
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_generated_faults_are_found(seed):
-    fabric = generator.generate(
+    fabric = fabricgen.generate(
         64,
         3,
         seed=seed,
@@ -135,7 +136,7 @@ def test_generated_faults_are_found(seed):
 
 
 def test_the_eight_disjoint_networks_are_named_plainly():
-    fabric = generator.generate(128, 3, seed=5, radix=16, hcas_per_host=8, faults=("disjoint",))
+    fabric = fabricgen.generate(128, 3, seed=5, radix=16, hcas_per_host=8, faults=("disjoint",))
     report = _check(fabric)
     splits = [f.message for f in report.findings if f.kind == "split"]
     assert report.fabric_networks == 8

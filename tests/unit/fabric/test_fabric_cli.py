@@ -12,7 +12,7 @@ from racksmith import cli
 
 
 def _run(args, capsys):
-    rc = cli.main(["fabric", *args])
+    rc = cli.main(["lab", *args] if args[0] == "fabric" else ["fabric", *args])
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -22,7 +22,7 @@ def gen(tmp_path, capsys):
     def make(*faults, hcas=64, tiers=3):
         out = tmp_path / ("f-" + "-".join(faults or ("clean",)))
         args = [
-            "generate",
+            "fabric",
             "--hcas",
             str(hcas),
             "--tiers",

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from racksmith.fabric import events, generator, hosts, iblinkinfo, ibnetdiscover, topology, wiring
+from racksmith.fabric import events, hosts, iblinkinfo, ibnetdiscover, topology, wiring
 from racksmith.fabric.errors import FabricInputError
 from racksmith.fabric.model import HCA, SWITCH, PortRef, port_from_label, port_label
+from racksmith.lab import fabricgen
 
 SW_A = 'Switch\t3 "S-0000000000000001"\t# "a"\n'
 
@@ -47,7 +48,7 @@ def test_iblinkinfo_default_form_matches_ibnetdiscover(fixture_text):
 
 
 def test_generated_round_trips_through_both_formats():
-    fabric = generator.generate(64, 3, seed=2, radix=8, hcas_per_host=4, faults=("degraded",))
+    fabric = fabricgen.generate(64, 3, seed=2, radix=8, hcas_per_host=4, faults=("degraded",))
     text = ibnetdiscover.render(fabric.topology)
     back = topology.parse(text, "gen")
     assert _links(back) == _links(fabric.topology)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import datetime
 
-from racksmith.fabric import events, generator, hosts, ibnetdiscover, triage
+from racksmith.fabric import events, hosts, ibnetdiscover, triage
 from racksmith.fabric.events import End, format_line, link_down_message
+from racksmith.lab import fabricgen
 
 
 def _run(text, topo=None, **kw):
@@ -86,8 +87,8 @@ def test_a_smaller_burst_is_acted_on():
 
 
 def test_cap_defers_links_it_cannot_take_whole():
-    fabric = generator.generate(64, 3, seed=7, radix=8, hcas_per_host=4)
-    lines, _ = generator.event_log(fabric, 3000, seed=7, bad_links=8)
+    fabric = fabricgen.generate(64, 3, seed=7, radix=8, hcas_per_host=4)
+    lines, _ = fabricgen.event_log(fabric, 3000, seed=7, bad_links=8)
     result = triage.triage(events.parse_lines(lines), fabric.topology, cap=5)
     assert len(result.isolate) <= 5
     deferred = [a for a in result.actions if a.action == "deferred"]
@@ -98,8 +99,8 @@ def test_cap_defers_links_it_cannot_take_whole():
 
 
 def test_generated_log_recovers_the_bad_links():
-    fabric = generator.generate(64, 3, seed=11, radix=8, hcas_per_host=4)
-    lines, truth = generator.event_log(fabric, 5000, seed=11, bad_links=6)
+    fabric = fabricgen.generate(64, 3, seed=11, radix=8, hcas_per_host=4)
+    lines, truth = fabricgen.event_log(fabric, 5000, seed=11, bad_links=6)
     result = triage.triage(events.parse_lines(lines), fabric.topology, cap=100)
     found = {frozenset(str(e) for e in a.issue.ends) for a in result.isolate}
     want = {frozenset(t["ends"]) for t in truth}

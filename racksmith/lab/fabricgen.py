@@ -21,15 +21,20 @@ against the truth.
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import json
 import math
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from racksmith.errors import UsageError
+from racksmith.fabric import iblinkinfo, ibnetdiscover, lft, wiring
 from racksmith.fabric.events import End, format_line, link_down_message
 from racksmith.fabric.model import HCA, SWITCH, Link, Node, PortRef, Topology, port_label
 from racksmith.fabric.wiring import PlanEnd, PlannedLink
+from racksmith.lab import fabricroute
 
 FAULTS = ("miscabling", "missing", "degraded", "renamed", "disjoint")
 PLANES = 8
@@ -63,8 +68,11 @@ def generate(
     faults: tuple[str, ...] = (),
     radix: int = 64,
     hcas_per_host: int = 8,
+    dead_links: int = 0,
 ) -> Fabric:
-    """Build a fat tree and its plan; see the module docstring."""
+    """Build a fat tree and its plan; see the module docstring. ``dead_links`` inter-switch
+    links are cabled (in the plan) but down (absent from the topology), as a subnet manager
+    finds them and routes around them."""
     if tiers not in (2, 3):
         raise UsageError(f"--tiers must be 2 or 3, not {tiers}")
     if radix < 4 or radix % 2:
@@ -176,7 +184,34 @@ def generate(
         fabric.faults.append({"kind": "disjoint", "networks": planes})
     _inject(fabric, built, leaves, faults, rng, h)
     _build_topology(fabric, built, switches, host_guids, radix)
+    if dead_links:
+        _kill(fabric, dead_links, rng)
     return fabric
+
+
+def _kill(fabric: Fabric, count: int, rng: random.Random) -> None:
+    """Take ``count`` inter-switch links down: the topology loses them (ibnetdiscover does not
+    see a dead link), the plan keeps them, ``faults`` names them."""
+    topo = fabric.topology
+    inter = [
+        i
+        for i, link in enumerate(topo.links)
+        if topo.nodes[link.a.guid].kind == SWITCH and topo.nodes[link.b.guid].kind == SWITCH
+    ]
+    if count > len(inter):
+        raise UsageError(f"--dead-links {count}: the fabric has {len(inter)} inter-switch links")
+    dead = set(rng.sample(inter, count))
+    alive = Topology(source=topo.source)
+    for node in topo.nodes.values():
+        alive.add_node(node)
+    for i, link in enumerate(topo.links):
+        if i in dead:
+            fabric.faults.append(
+                {"kind": "dead", "link": f"{topo.describe(link.a)} - {topo.describe(link.b)}"}
+            )
+        else:
+            alive.add_link(link)
+    fabric.topology = alive
 
 
 def _row_name(row: list) -> str:
@@ -416,3 +451,103 @@ def event_log(
             format_line(n, when + datetime.timedelta(seconds=offset), code, level, where, msg)
         )
     return out, truth
+
+
+# --- ``racksmith lab fabric``: write a generated fabric as the tools would dump it ---------
+
+
+def run(args: argparse.Namespace) -> int:
+    fabric = generate(
+        args.hcas,
+        args.tiers,
+        args.seed,
+        tuple(args.fault or ()),
+        args.radix,
+        args.hcas_per_host,
+        dead_links=_dead_count(args.dead_links),
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "ibnetdiscover.txt": ibnetdiscover.render(fabric.topology),
+        "iblinkinfo.txt": iblinkinfo.render_line_form(fabric.topology),
+        "plan.csv": wiring.render(fabric.plan),
+        "hosts.json": json.dumps(fabric.hosts, indent=1) + "\n",
+    }
+    if args.routing != "none":
+        tables = fabricroute.compute(fabric.topology, args.routing)
+        files["lfts.txt"] = lft.render_ibroute(tables, fabric.topology)
+        files["ibdiagnet2.fdbs"] = lft.render_fdbs(tables)
+    lines, bad = event_log(fabric, args.events, args.seed)
+    files["event.log"] = "\n".join(lines) + "\n"
+    truth = {"faults": fabric.faults, "bad_links": bad, "seed": args.seed, "routing": args.routing}
+    files["faults.json"] = json.dumps(truth, indent=1) + "\n"
+    for name, text in files.items():
+        (out / name).write_text(text)
+    summary = {
+        "out": str(out),
+        "hcas": len(fabric.topology.hcas()),
+        "switches": len(fabric.topology.switches()),
+        "links": len(fabric.topology.links),
+        "event_lines": len(lines),
+        "routing": args.routing,
+        "faults": [f["kind"] for f in fabric.faults],
+        "files": sorted(files),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"wrote {out}: {summary['switches']} switches, {summary['hcas']} HCAs, "
+            f"{summary['links']} links, {len(lines)} event lines, routing {args.routing}"
+            + (f"; faults: {', '.join(sorted(set(summary['faults'])))}" if fabric.faults else "")
+        )
+    return 0
+
+
+def _dead_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--dead-links must be a count, not {text!r}") from None
+    if value < 0:
+        raise UsageError(f"--dead-links must be 0 or more, not {value}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.description = (
+        "Write a generated 2- or 3-tier fat tree (ibnetdiscover, iblinkinfo, wiring plan, "
+        "hosts map, UFM event.log) with optional faults and the forwarding tables an SM "
+        "would program (dump_lfts.sh and ibdiagnet2.fdbs forms)."
+    )
+    parser.add_argument("--hcas", type=int, required=True, metavar="N")
+    parser.add_argument("--tiers", type=int, choices=(2, 3), required=True)
+    parser.add_argument(
+        "--fault",
+        action="append",
+        choices=FAULTS,
+        metavar="KIND",
+        help=f"inject a fault (repeatable): {', '.join(FAULTS)}",
+    )
+    parser.add_argument("--seed", type=int, default=0, metavar="S")
+    parser.add_argument("--out", required=True, metavar="DIR")
+    parser.add_argument("--radix", type=int, default=64, help="switch ports (default 64, QM9700)")
+    parser.add_argument("--hcas-per-host", type=int, default=8, metavar="K")
+    parser.add_argument(
+        "--routing",
+        choices=(*fabricroute.ENGINES, "none"),
+        default="ftree",
+        help="routing engine whose tables to write (default ftree)",
+    )
+    parser.add_argument(
+        "--dead-links",
+        default="0",
+        metavar="N",
+        help="inter-switch links down (in the plan, not in the fabric; routed around)",
+    )
+    parser.add_argument(
+        "--events", type=int, default=2000, metavar="LINES", help="event.log size (default 2000)"
+    )
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(func=run)
