@@ -174,11 +174,28 @@ _LOCAL_PLAN = {
 
 
 def plan(source: str, branch: str) -> tuple[dict[str, list[str]], str]:
+    """The roles' plan, or (``{}``, the reason) where racksmith.gpupkgs refuses the choice."""
     try:
         from racksmith import gpupkgs
     except ImportError:
         return _LOCAL_PLAN[(source, branch)], "local plan (racksmith.gpupkgs not there yet)"
-    return gpupkgs.install_plan(source=source, branch=branch), "racksmith.gpupkgs.install_plan"
+    try:
+        return gpupkgs.install_plan(source=source, branch=branch), "racksmith.gpupkgs.install_plan"
+    except gpupkgs.PlanError as exc:
+        return {}, str(exc)
+
+
+_BRANCHED = re.compile(r"^(?:lib)?nvidia-|^linux-modules-nvidia-|^cuda-drivers-")
+_NOT_DRIVER = re.compile(r"^(?:lib)?nvidia-container|^libnvsdm")
+
+
+def branches_of(got: dict[str, str]) -> set[str]:
+    """Driver branches the NVIDIA driver packages apt picked belong to (by their names)."""
+    found = set()
+    for name in got:
+        if _BRANCHED.match(name) and not _NOT_DRIVER.match(name):
+            found.update(re.findall(r"-(\d{3})(?=-|$)", name))
+    return found
 
 
 @pytest.fixture(scope="module", params=SOURCES)
@@ -191,8 +208,18 @@ def source_root(request, tmp_path_factory) -> tuple[str, AptRoot]:
 def test_every_role_install_resolves_over_the_recorded_index(source_root, branch):
     source, root = source_root
     roles, origin = plan(source, branch)
+    if not roles:
+        # refused by racksmith.gpupkgs: only right where the index proves this branch cannot be
+        # served from this source (the naive names resolve into another branch's driver)
+        done = root.simulate(_LOCAL_PLAN[(source, branch)]["nvidia_driver"])
+        got = installs(done)
+        assert done.returncode != 0 or branches_of(got) - {branch}, (
+            f"{source} x {branch} is refused ({origin}) although the recorded index serves it: "
+            f"{sorted(got.items())}"
+        )
+        print(f"{source} x {branch}: refused, and the index agrees: {origin}")
+        return
     print(f"{source} x {branch}: plan from {origin}")
-    assert roles, f"{source} x {branch}: the plan installs nothing"
     for role, specs in roles.items():
         if not specs:
             continue
@@ -210,6 +237,12 @@ def test_every_role_install_resolves_over_the_recorded_index(source_root, branch
                     f"{role}: {spec} resolved to {got[name]}"
                 )
         print(f"  {role}: {', '.join(f'{n}={v}' for n, v in sorted(got.items()))}")
+        other = branches_of(got) - {branch}
+        assert not other, (
+            f"{source} x {branch}: role {role} would install branch {sorted(other)} packages "
+            f"({sorted(n for n in got if any(f'-{b}' in n for b in other))}): the source serves "
+            f"branch {branch} only as transitional packages"
+        )
         check_same_driver_version(f"{source} x {branch}: {role}", got)
 
 
