@@ -258,8 +258,17 @@ class MaasClient:
                     continue
                 raise error from None
             status = response.status
-            if status < 400:
+            if status < 300:
                 return response
+            if status < 400:  # a redirect is not followed (the key would go along): an error
+                where = self.redact(str(response.headers.get("Location", "?")))[:200]
+                raise MaasHTTPError(
+                    method,
+                    shown,
+                    status,
+                    f"redirect to {where} not followed (MAAS_URL is "
+                    f"{self.root}; point it at the address MAAS answers on)",
+                )
             text = self.redact(response.text or "")
             retry_after = _retry_after(response)
             if status == 401 and "expired timestamp" in text.lower() and not skew_fixed:
