@@ -323,14 +323,22 @@ def _bios_version(
     return replace(system, bios_version=item.version)
 
 
-def _bios(client: RedfishClient, host: parse.Doc) -> parse.BiosSettings | None:
+def _bios(
+    client: RedfishClient, host: parse.Doc, host_notes: list[str]
+) -> parse.BiosSettings | None:
     """Current BIOS values, the pending ones from the settings object, the registry if the BMC
-    publishes it. A settings object that cannot be read leaves the pending values unknown (the
-    compliance check then says UNKNOWN, never compliant); a missing registry is only a note."""
+    publishes it. A settings object that cannot be read leaves the pending values unknown, a
+    Bios resource that cannot be read leaves no settings at all (the compliance check then says
+    UNKNOWN, never compliant); a missing registry is only a note. The host's other facts stand."""
     uri = parse.link(host, "Bios")
     if not uri:
+        host_notes.append("the system links no Bios resource")
         return None
-    bios = client.get(uri)
+    try:
+        bios = client.get(uri)
+    except RedfishError as exc:
+        host_notes.append(f"BIOS settings {uri} unreadable: {exc.kind.value}")
+        return None
     notes: list[str] = []
     pending: parse.Doc | None = None
     known = True
@@ -403,13 +411,19 @@ def _collect_host(
     if system.manager_uris:
         manager = parse.parse_manager(client.get(system.manager_uris[0]))
 
-    firmware = (
-        parse.firmware_inventory(client.get_collection(FIRMWARE_INVENTORY))
-        if "firmware" in options.extras
-        else []
-    )
+    firmware: list[fw.FirmwareItem] = []
+    firmware_error = None
+    if "firmware" in options.extras:
+        try:
+            firmware = parse.firmware_inventory(client.get_collection(FIRMWARE_INVENTORY))
+        except RedfishError as exc:
+            if exc.kind not in (ErrorKind.HTTP, ErrorKind.MALFORMED):
+                raise  # the BMC itself failed (timeout, auth, reset): the host's error
+            # the host's other facts stand; a baseline check then says UNKNOWN, never compliant
+            firmware_error = f"{FIRMWARE_INVENTORY} unreadable: {exc.kind.value}: {exc.reason}"
+            notes.append(firmware_error)
     system = _bios_version(client, system, profile, firmware, notes)
-    bios = _bios(client, host) if "bios" in options.extras else None
+    bios = _bios(client, host, notes) if "bios" in options.extras else None
     pcie = (
         parse.pcie_devices(client.get(u) for u in system.pcie_device_uris)
         if "pcie" in options.extras
@@ -428,6 +442,7 @@ def _collect_host(
         gpus=tuple(gpus),
         infiniband=tuple(infiniband),
         firmware=tuple(firmware),
+        firmware_error=firmware_error,
         bios=bios,
         pcie=tuple(pcie),
         memory=tuple(memory),

@@ -192,16 +192,29 @@ def staged(items: Iterable[FirmwareItem]) -> dict[str, FirmwareItem]:
 
 
 _TOKEN = re.compile(r"\d+|[A-Za-z]+")
+_FIELD_SPLIT = re.compile(r"[^0-9A-Za-z]+")
+_HEX_FIELD = re.compile(r"[0-9A-Fa-f]+")
 
 
 def version_key(version: str) -> tuple[tuple[int, int | str], ...]:
-    """An order for vendor version strings: numbers compare as numbers, words as words
-    (case-insensitive), separators are ignored (``96.00.89.00.01``, ``2.7.20``,
-    ``HGX-22.10-1-rc57``, ``00.02.0150.0000_n00``). A word sorts before a number at the same
-    position, so ``1.0rc1`` < ``1.0.1``."""
-    return tuple(
-        (1, int(tok)) if tok.isdigit() else (0, tok.lower()) for tok in _TOKEN.findall(version)
-    )
+    """An order for vendor version strings (``96.00.89.00.01``, ``96.00.A5.00.1A``, ``2.7.20``,
+    ``HGX-22.10-1-rc57``, ``00.02.0150.0000_n00``, ``A47 v2.58 (05/19/2022)``).
+
+    Fields between separators that are all hex digits compare as hexadecimal numbers: NVIDIA
+    VBIOS versions count in hex (``96.00.A5`` is newer than ``96.00.89``), and reading a decimal
+    field as hex keeps its order. Other fields split into numbers and words; a word sorts
+    before a number at the same position, so ``1.0rc1`` < ``1.0.1``."""
+    key: list[tuple[int, int | str]] = []
+    for part in _FIELD_SPLIT.split(version):
+        if not part:
+            continue
+        if _HEX_FIELD.fullmatch(part):
+            key.append((1, int(part, 16)))
+            continue
+        key.extend(
+            (1, int(tok)) if tok.isdigit() else (0, tok.lower()) for tok in _TOKEN.findall(part)
+        )
+    return tuple(key)
 
 
 def compare(a: str, b: str) -> int:

@@ -705,10 +705,38 @@ class BiosSettings:
             "settings_uri": self.settings_uri,
             "apply_times": list(self.apply_times),
             "registry_id": self.registry_id,
-            "registry": sorted(self.registry) if self.registry is not None else None,
+            "registry": _compact_registry(self.registry) if self.registry is not None else None,
             "notes": list(self.notes),
             "pending_known": self.pending_known,
         }
+
+
+_REGISTRY_KEYS = (
+    "Type",
+    "ReadOnly",
+    "Immutable",
+    "LowerBound",
+    "UpperBound",
+    "MinLength",
+    "MaxLength",
+)
+
+
+def _compact_registry(registry: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What a baseline check needs of each registry entry (type, bounds, allowed values), not
+    its help texts."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in sorted(registry.items()):
+        compact = {k: entry[k] for k in _REGISTRY_KEYS if entry.get(k) is not None}
+        values = entry.get("Value")
+        if isinstance(values, list):
+            compact["Value"] = [
+                {"ValueName": v["ValueName"]}
+                for v in values
+                if isinstance(v, Mapping) and "ValueName" in v
+            ]
+        out[name] = compact
+    return out
 
 
 def bios_settings_uri(bios: Doc) -> str | None:
@@ -772,6 +800,8 @@ class HostFacts:
     gpus: tuple[Gpu, ...]
     infiniband: tuple[InfinibandAdapter, ...] = ()
     firmware: tuple[fw.FirmwareItem, ...] = ()
+    #: why the firmware inventory could not be read (it was asked for); None otherwise
+    firmware_error: str | None = None
     bios: BiosSettings | None = None
     pcie: tuple[PcieDevice, ...] = ()
     memory: tuple[MemoryModule, ...] = ()
@@ -804,8 +834,10 @@ class HostFacts:
         }
         if self.infiniband:
             facts["infiniband"] = [asdict(a) | {"ports": list(a.ports)} for a in self.infiniband]
-        if self.firmware:
+        if self.firmware or self.firmware_error:
             facts["firmware"] = [f.public() for f in self.firmware]
+        if self.firmware_error:
+            facts["firmware_error"] = self.firmware_error
         if self.bios is not None:
             facts["bios"] = self.bios.public()
         if self.pcie:

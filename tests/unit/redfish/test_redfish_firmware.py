@@ -118,6 +118,9 @@ def test_image_copies_are_roles_of_one_component():
         ("HGX-22.10-1-rc34", "HGX-22.10-1-rc57"),
         ("00.02.0134.0000_n00", "00.02.0150.0000_n00"),
         ("1.0rc1", "1.0.1"),
+        ("96.00.89.00.01", "96.00.A5.00.1A"),  # VBIOS fields count in hex
+        ("96.00.99.00.01", "96.00.A0.00.01"),
+        ("2.7.9", "2.7.10"),
     ],
 )
 def test_version_order(older, newer):

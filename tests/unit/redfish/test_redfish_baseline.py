@@ -1,0 +1,279 @@
+"""Baselines and compliance verdicts over real discovery results.
+
+The host results come from discovering the real captures (sushy-static, real client, extras
+firmware and bios). Where a test needs a host that differs from the capture (an older VBIOS, a
+staged image, a pending BIOS value) it copies the real result and changes one named value, and
+says so; versions and attribute values are the captured ones. The attribute registry is
+sushy-tools' own (the emulator's ``bios_registry.json``, in the installed package).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+import sushy_tools
+
+from racksmith.lab.bmc.tree import DATA_DIR, SushyStaticUpstream
+from racksmith.redfish import baseline as bl
+from racksmith.redfish import parse
+from racksmith.redfish.client import ClientOptions, RedfishClient
+from racksmith.redfish.credentials import Credentials
+from racksmith.redfish.discover import BmcResult, DiscoveryOptions, collect_all
+from racksmith.redfish.targets import Target
+
+EXTRAS = frozenset({"firmware", "bios"})
+
+
+@cache
+def _result(capture: str) -> dict:
+    upstream = SushyStaticUpstream(DATA_DIR / capture / "redfish" / "v1")
+    try:
+        options = ClientOptions(scheme="http", read_timeout=10)
+        target = Target("127.0.0.1", upstream.port)
+        with RedfishClient(target, Credentials("u", "p"), options) as c:
+            (outcome,) = collect_all(c, DiscoveryOptions(client=options, extras=EXTRAS))
+        return BmcResult(capture, outcome.facts, outcome.error).as_dict()
+    finally:
+        upstream.close()
+
+
+def result(capture: str) -> dict:
+    return copy.deepcopy(_result(capture))
+
+
+def _set_version(res: dict, component: str, version: str, role: str = "active") -> None:
+    (item,) = [f for f in res["firmware"] if f["component"] == component and f["role"] == role]
+    item["version"] = version
+
+
+DGX = {
+    "name": "dgx-h100",
+    "match": {"vendor": "nvidia-dgx", "model": "DGXH100"},
+    "firmware": [
+        {"component": "HGX_FW_GPU_SXM_*", "minimum": "96.00.89.00.01", "target": "96.00.89.00.01"},
+        {"component": "HGX_FW_NVSwitch_*", "target": "96.10.55.00.01"},
+    ],
+    "bios": {"VTdSupport": "Enable"},
+}
+
+
+def baseline(*types: dict, **top) -> bl.Baseline:
+    return bl.parse_baseline({"host_types": list(types), **top}, "test-baseline")
+
+
+def _nvswitch_version() -> str:
+    (item,) = [f for f in result("nvidia-dgx-h100")["firmware"] if f["id"] == "HGX_FW_NVSwitch_0"]
+    return item["version"]
+
+
+def test_captured_dgx_is_compliant_with_its_own_versions():
+    dgx = dict(
+        DGX, firmware=[DGX["firmware"][0], {**DGX["firmware"][1], "target": _nvswitch_version()}]
+    )
+    (verdict,) = bl.evaluate([result("nvidia-dgx-h100")], baseline(dgx))
+    assert verdict.status == bl.COMPLIANT and not verdict.quarantined, verdict
+    names = {f.name for f in verdict.findings}
+    assert {f"HGX_FW_GPU_SXM_{n}" for n in range(1, 9)} <= names and "VTdSupport" in names
+
+
+def test_older_vbios_drifts_and_quarantines_with_the_components_named():
+    host = result("nvidia-dgx-h100")
+    _set_version(host, "HGX_FW_GPU_SXM_3", "96.00.61.00.01")  # Supermicro's captured VBIOS
+    dgx = dict(DGX, firmware=[DGX["firmware"][0]])
+    (verdict,) = bl.evaluate([host], baseline(dgx, fleet_same_hgx=True))
+    assert verdict.status == bl.DRIFT and verdict.quarantined
+    (gpu3,) = [f for f in verdict.findings if f.name == "HGX_FW_GPU_SXM_3" and f.what == "firmware"]
+    assert (gpu3.current, gpu3.wanted, gpu3.action, gpu3.activation) == (
+        "96.00.61.00.01",
+        "96.00.89.00.01",
+        "upgrade",
+        "ac-cycle",
+    )
+    assert "QUARANTINED: drift in HGX_FW_GPU_SXM_3" in verdict.reasons
+    warned = bl.evaluate([host], baseline(dict(dgx, on_drift="warn")))[0]
+    assert warned.status == bl.DRIFT and not warned.quarantined
+    assert "warning: drift in HGX_FW_GPU_SXM_3" in warned.reasons
+
+
+def test_newer_than_target_is_a_downgrade_unless_allowed():
+    dgx = dict(
+        DGX, bios={}, firmware=[{"component": "HGX_FW_GPU_SXM_*", "target": "96.00.61.00.01"}]
+    )
+    (verdict,) = bl.evaluate([result("nvidia-dgx-h100")], baseline(dgx))
+    assert verdict.status == bl.DRIFT
+    assert {f.action for f in verdict.findings} == {"downgrade"}
+    dgx["firmware"][0]["allow_newer"] = True
+    assert bl.evaluate([result("nvidia-dgx-h100")], baseline(dgx))[0].status == bl.COMPLIANT
+
+
+def test_between_minimum_and_target_is_compliant_with_an_upgrade_advised():
+    rule = {
+        "component": "HGX_FW_GPU_SXM_1",
+        "minimum": "96.00.61.00.01",
+        "target": "96.00.A5.00.1A",
+    }
+    (verdict,) = bl.evaluate(
+        [result("nvidia-dgx-h100")], baseline(dict(DGX, bios={}, firmware=[rule]))
+    )
+    assert verdict.status == bl.COMPLIANT
+    assert verdict.findings[0].action == "upgrade"
+
+
+def test_a_staged_target_is_pending():
+    host = result("supermicro-hgx-h100")
+    _set_version(host, "BMC", "01.00.26")  # the captured Golden_BMC version, as if running
+    smc = {
+        "name": "smc-hgx",
+        "match": {"manufacturer": "Supermicro", "model": "SYS-821GE-TNHR"},
+        "firmware": [{"component": "BMC", "target": "11.01.01"}],  # Staging_BMC holds 11.01.01
+    }
+    (verdict,) = bl.evaluate([host], baseline(smc))
+    assert verdict.status == bl.PENDING and not verdict.quarantined
+    (finding,) = verdict.findings
+    assert (finding.pending, finding.activation) == ("11.01.01", "bmc-reset")
+
+
+def test_fleet_rule_names_the_host_off_the_fleet_version():
+    hosts = [result("nvidia-dgx-h100") for _ in range(3)]
+    for i, host in enumerate(hosts):
+        host["service_tag"] = f"DGX-{i}"
+    _set_version(hosts[2], "HGX_FW_PCIeRetimer_0", "2.7.9")  # Supermicro's captured retimer
+    dgx = dict(DGX, firmware=[], bios={})  # no rule for the retimer: only the fleet rule
+    verdicts = bl.evaluate(hosts, baseline(dgx))
+    assert [v.status for v in verdicts] == [bl.COMPLIANT, bl.COMPLIANT, bl.DRIFT]
+    (finding,) = verdicts[2].findings
+    assert (finding.what, finding.name, finding.current, finding.wanted, finding.action) == (
+        "fleet",
+        "HGX_FW_PCIeRetimer_0",
+        "2.7.9",
+        "2.7.20",
+        "upgrade",
+    )
+    assert "2 at 2.7.20, 1 at 2.7.9" in finding.reason
+    off = bl.evaluate(hosts, baseline(dict(dgx, fleet_same_hgx=False)))
+    assert {v.status for v in off} == {bl.COMPLIANT}
+
+
+def test_unreadable_inventory_is_unknown_never_compliant():
+    intel = result("intel-s2600bpb")  # no UpdateService/FirmwareInventory in the capture
+    assert "unreadable" in intel["firmware_error"]
+    rule = {"component": "BIOS", "target": "x"}
+    node = {"name": "intel", "match": {"model": "S2600BPB"}, "firmware": [rule]}
+    (verdict,) = bl.evaluate([intel], baseline(node))
+    assert verdict.status == bl.UNKNOWN and "firmware inventory unreadable" in verdict.reasons[0]
+    host = result("nvidia-dgx-h100")
+    del host["firmware"]
+    assert bl.evaluate([host], baseline(DGX))[0].status == bl.UNKNOWN
+    other = bl.evaluate([result("lenovo-sr670v2")], baseline(DGX))[0]
+    assert other.status == bl.UNKNOWN and other.host_type is None
+    missing = dict(DGX, firmware=[{"component": "NoSuchThing_*", "target": "1"}], bios={})
+    assert bl.evaluate([result("nvidia-dgx-h100")], baseline(missing))[0].status == bl.UNKNOWN
+
+
+def test_bios_current_and_pending_values():
+    dell = result("dell-idrac9")
+    assert dell["bios"]["settings_uri"].endswith("/Bios/Settings") and dell["bios"]["pending"] == {}
+    assert dell["bios"]["current"]["SysProfile"] == "PerfOptimized"
+    r750 = {"name": "r750", "match": {"vendor": "dell"}, "bios": {"SysProfile": "PerfOptimized"}}
+    assert bl.evaluate([dell], baseline(r750))[0].status == bl.COMPLIANT
+    pending = copy.deepcopy(dell)
+    pending["bios"]["pending"] = {"SysProfile": "Custom"}  # a stale pending value
+    (verdict,) = bl.evaluate([pending], baseline(r750))
+    assert (
+        verdict.status == bl.DRIFT and "pending value would replace" in verdict.findings[0].reason
+    )
+    wanted = {"name": "r750", "match": {"vendor": "dell"}, "bios": {"SysProfile": "Custom"}}
+    assert bl.evaluate([pending], baseline(wanted))[0].status == bl.PENDING
+    pending["bios"]["pending_known"] = False
+    assert bl.evaluate([pending], baseline(wanted))[0].status == bl.UNKNOWN
+    del pending["bios"]
+    assert bl.evaluate([pending], baseline(wanted))[0].status == bl.UNKNOWN
+
+
+def test_pending_values_are_only_those_that_differ():
+    bios = {"@odata.id": "/b", "Attributes": {"A": 1, "B": "x"}}
+    assert parse.parse_bios(bios, {"Attributes": {"A": 1, "B": "y"}}).pending == {"B": "y"}
+
+
+def _registry() -> dict:
+    path = Path(sushy_tools.__file__).parent / "emulator" / "templates" / "bios_registry.json"
+    return parse.registry_entries(json.loads(path.read_text()))
+
+
+def test_baseline_bios_attributes_validated_against_the_registry():
+    registry = _registry()
+    assert "ProcTurboMode" in registry
+    problems = bl.registry_problems(
+        {"ProcTurboMode": "Enabled", "BootMode": "Sideways", "NoSuchAttr": 1}, registry
+    )
+    assert set(problems) == {"BootMode", "NoSuchAttr"}
+    assert (
+        "not one of" in problems["BootMode"]
+        and "not in the attribute registry" in problems["NoSuchAttr"]
+    )
+    host = result("dell-idrac9")
+    host["bios"]["registry"] = parse.BiosSettings("/b", {}, {}, None, (), None, registry).public()[
+        "registry"
+    ]
+    bad = {"name": "r750", "match": {"vendor": "dell"}, "bios": {"NoSuchAttr": 1}}
+    (verdict,) = bl.evaluate([host], baseline(bad))
+    assert verdict.status == bl.UNKNOWN
+    assert "baseline BIOS attribute NoSuchAttr: not in the attribute registry" in verdict.reasons
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({}, "host_types list"),
+        ({"host_types": [{"name": "a", "match": {}}]}, "match must name"),
+        ({"host_types": [{"name": "a", "match": {"colour": "x"}}]}, "match takes"),
+        (
+            {
+                "host_types": [
+                    {"name": "a", "match": {"model": "m"}, "firmware": [{"component": "X"}]}
+                ]
+            },
+            "X.*give a minimum, a target or both",
+        ),
+        (
+            {
+                "host_types": [
+                    {
+                        "name": "a",
+                        "match": {"model": "m"},
+                        "firmware": [{"component": "X", "minimum": "2", "target": "1"}],
+                    }
+                ]
+            },
+            "minimum 2 is newer than target 1",
+        ),
+        ({"on_drift": "ignore", "host_types": []}, "on_drift"),
+    ],
+)
+def test_baseline_mistakes_name_the_entry(doc, message):
+    with pytest.raises(bl.BaselineError, match=message):
+        bl.parse_baseline(doc, "site.yml")
+
+
+def test_load_baseline_file_and_report(tmp_path):
+    path = tmp_path / "baseline.yml"
+    path.write_text(
+        "host_types:\n"
+        "  - name: dgx-h100\n"
+        "    match: {vendor: nvidia-dgx}\n"
+        "    firmware:\n"
+        "      - {component: 'HGX_FW_GPU_SXM_*', target: '96.00.89.00.01'}\n"
+    )
+    hosts = [result("nvidia-dgx-h100"), result("supermicro-hgx-h100")]
+    report = bl.report(hosts, bl.load_baseline(path))
+    assert report["summary"] == {bl.COMPLIANT: 1, bl.UNKNOWN: 1}
+    rows = {(r["component"], r["version"]): r["hosts"] for r in report["matrix"]}
+    assert rows[("HGX_FW_GPU_SXM_1", "96.00.89.00.01")] == 1
+    assert rows[("HGX_FW_GPU_SXM_1", "96.00.61.00.01")] == 1
+    json.dumps(report)  # plain JSON
+    with pytest.raises(bl.BaselineError, match=r"nope\.yml"):
+        bl.load_baseline(tmp_path / "nope.yml")
