@@ -108,9 +108,22 @@ class AptRoot:
         return self.apt("-s", "-q", "install", "--no-install-recommends", *specs)
 
 
-def make_root(where: Path, indexes: tuple[str, ...], *, drop: tuple[str, ...] = ()) -> AptRoot:
+def write_release(repo: Path, fields: dict[str, str]) -> None:
+    """A flat repository's Release: the recorded Origin/Label and the hashes apt checks."""
+    import hashlib
+
+    data = (repo / "Packages").read_bytes()
+    text = "".join(f"{k}: {v}\n" for k, v in fields.items() if not k.startswith("X-"))
+    text += f"SHA256:\n {hashlib.sha256(data).hexdigest()} {len(data)} Packages\n"
+    (repo / "Release").write_text(text)
+
+
+def make_root(
+    where: Path, indexes: tuple[str, ...], *, drop: tuple[str, ...] = (), preferences: str = ""
+) -> AptRoot:
     """An apt root seeing ``indexes`` (directory names under the fixtures) as flat file: repos;
-    ``drop`` removes packages by name from the copies (to prove a missing dependency is seen)."""
+    ``drop`` removes packages by name from the copies (to prove a missing dependency is seen);
+    ``preferences`` is an apt preferences file the roles would install (pins)."""
     if shutil.which("apt-get") is None:
         pytest.fail("apt-get is not installed: the resolution test cannot run (apt is required)")
     for sub in ("etc/apt/sources.list.d", "etc/apt/preferences.d", "etc/apt/apt.conf.d",
@@ -133,8 +146,13 @@ def make_root(where: Path, indexes: tuple[str, ...], *, drop: tuple[str, ...] = 
         (repo / "Packages").write_text(
             "\n".join("".join(f"{k}: {v}\n" for k, v in s.items()) for s in kept)
         )
+        fields = INDEXES / name / "Release.fields"
+        if fields.exists():  # the repository's Origin/Label, for apt preferences that pin by them
+            write_release(repo, parse_stanzas(fields.read_text())[0])
         lines.append(f"deb [trusted=yes] file:{repo} ./")
     (where / "etc/apt/sources.list").write_text("\n".join(lines) + "\n")
+    if preferences:
+        (where / "etc/apt/preferences.d/racksmith").write_text(preferences)
     root = AptRoot(where)
     done = root.apt("-q", "update")
     if done.returncode != 0:
@@ -173,6 +191,17 @@ _LOCAL_PLAN = {
 }  # fmt: skip
 
 
+def preferences_for(source: str, branch: str) -> str:
+    """The apt preferences the roles install for this choice (racksmith.gpupkgs.apt_preferences,
+    where that exists), so the resolver sees the same pins a host would."""
+    try:
+        from racksmith import gpupkgs
+    except ImportError:
+        return ""
+    make = getattr(gpupkgs, "apt_preferences", None)
+    return make(source=source, branch=branch) if make else ""
+
+
 def plan(source: str, branch: str) -> tuple[dict[str, list[str]], str]:
     """The roles' plan, or (``{}``, the reason) where racksmith.gpupkgs refuses the choice."""
     try:
@@ -198,10 +227,14 @@ def branches_of(got: dict[str, str]) -> set[str]:
     return found
 
 
-@pytest.fixture(scope="module", params=SOURCES)
-def source_root(request, tmp_path_factory) -> tuple[str, AptRoot]:
+@pytest.fixture(params=SOURCES)
+def source_root(request, tmp_path, branch) -> tuple[str, AptRoot]:
     source = request.param
-    return source, make_root(tmp_path_factory.mktemp(f"apt-{source}"), SOURCE_INDEXES[source])
+    try:
+        prefs = preferences_for(source, branch)
+    except ValueError:  # refused choice: no preferences to install
+        prefs = ""
+    return source, make_root(tmp_path, SOURCE_INDEXES[source], preferences=prefs)
 
 
 @pytest.mark.parametrize("branch", BRANCHES)
@@ -299,3 +332,25 @@ def test_a_dependency_missing_from_the_index_is_refused(tmp_path):
     done = root.simulate(["nvidia-fabricmanager-580"])
     assert done.returncode != 0
     assert "nvidia-kernel-common-580-server-580.159.03" in done.stdout + done.stderr
+
+
+#: NVIDIA's own pin (the cuda-<distro>.pin its installation guide puts in
+#: /etc/apt/preferences.d/cuda-repository-pin-600): the CUDA repository above the archive.
+CUDA_REPOSITORY_PIN = "Package: *\nPin: release l=NVIDIA CUDA\nPin-Priority: 600\n"
+
+
+def test_without_a_pin_the_archive_wins_and_with_nvidias_pin_the_cuda_repository_does(tmp_path):
+    """Both sources carry nvidia-fabricmanager-535: apt takes the higher version (Canonical's
+    transitional 535.309.01, which pulls 580) unless the CUDA repository is pinned above it."""
+    bare = make_root(tmp_path / "bare", ALL_INDEXES)
+    got = installs(bare.simulate(["nvidia-fabricmanager-535"]))
+    assert got["nvidia-fabricmanager-535"].startswith("535.309.01-0ubuntu0.22.04")
+    assert "nvidia-fabricmanager-580" in got
+    pinned = make_root(tmp_path / "pinned", ALL_INDEXES, preferences=CUDA_REPOSITORY_PIN)
+    wanted = ["nvidia-headless-535", "nvidia-fabricmanager-535", "libnvidia-nscq-535"]
+    done = pinned.simulate(wanted)
+    got = installs(done)
+    assert done.returncode == 0, done.stderr
+    assert got["nvidia-fabricmanager-535"] == "535.216.03-1"
+    assert got["libnvidia-nscq-535"] == "535.216.03-1"
+    assert branches_of(got) == {"535"}
