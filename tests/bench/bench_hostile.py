@@ -5,12 +5,23 @@
 
 Before the whole-request deadlines (issue 9) a BMC trickling one byte a second held a "5 s"
 discovery for 44 s, slow headers 28 s, and a silent MAAS 7.8 minutes.
+
+Issue 22 adds three tables: how long an unsafe credentials file takes to be refused (a FIFO
+with no writer used to hang forever, a device to read until MemoryError); how many requests a
+hostile link's target (the "collector") receives per link form (it used to get the password);
+and how long a BMC that trickles its answers and its logout holds a discovery (8.3 s for a
+5 s deadline before).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import stat
+import tempfile
 import time
+from pathlib import Path
 
 from racksmith.maas import options as maas_options
 from racksmith.maas.auth import ApiKey, Credentials
@@ -19,7 +30,116 @@ from racksmith.redfish.client import ClientOptions
 from racksmith.redfish.credentials import Credentials as BmcCredentials
 from racksmith.redfish.discover import DiscoveryOptions, discover_one
 from racksmith.redfish.targets import Target
-from racksmith.testing.hostile import MODES, HostileServer
+from racksmith.secrets import SecretError, read_credentials_file
+from racksmith.testing.hostile import MODES, HostileServer, Route
+
+SESSIONS = "/redfish/v1/SessionService/Sessions"
+SYSTEMS = "/redfish/v1/Systems"
+
+
+def _unsafe_files(where: Path) -> dict[str, Path]:
+    """One credentials file per unsafe kind, all in ``where`` (a fresh private directory)."""
+    files: dict[str, Path] = {}
+    private = where / "private"
+    private.mkdir(mode=0o700)
+    os.mkfifo(private / "fifo.env", 0o600)
+    files["fifo (no writer)"] = private / "fifo.env"
+    try:
+        os.mknod(private / "zero.env", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        files["0600 char device 1,5"] = private / "zero.env"
+    except OSError:
+        files["/dev/zero"] = Path("/dev/zero")
+    real = private / "real.env"
+    real.write_text("RACKSMITH_BMC_PASSWORD=bench-pw\n")
+    real.chmod(0o600)
+    (private / "link.env").symlink_to(real)
+    files["symlink"] = private / "link.env"
+    foreign = private / "foreign.env"
+    foreign.write_text("RACKSMITH_BMC_PASSWORD=bench-pw\n")
+    foreign.chmod(0o600)
+    try:
+        os.chown(foreign, 4242, 4242)
+        files["foreign owner"] = foreign
+    except OSError:
+        pass  # not root: cannot give a file away
+    shared = where / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "creds.env").write_text("RACKSMITH_BMC_PASSWORD=bench-pw\n")
+    (shared / "creds.env").chmod(0o600)
+    files["world-writable dir"] = shared / "creds.env"
+    return files
+
+
+def bench_credentials_files() -> None:
+    print("\ncredentials file        refused after  error names the file")
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, path in _unsafe_files(Path(tmp)).items():
+            started = time.monotonic()
+            try:
+                read_credentials_file(path)
+                verdict = "ACCEPTED"
+            except SecretError as exc:
+                verdict = "yes" if str(path) in str(exc) else "NO"
+            took = (time.monotonic() - started) * 1000
+            print(f"{kind:<23} {took:>9.2f} ms  {verdict}")
+
+
+#: link form -> the link; {c} is the collector's port
+LINKS = {
+    "absolute @odata.id": ("member", "http://127.0.0.1:{c}/redfish/v1/Systems/1"),
+    "//host @odata.id": ("member", "//127.0.0.1:{c}/redfish/v1/Systems/1"),
+    "@host @odata.id": ("member", "@127.0.0.1:{c}/redfish/v1/Systems/1"),
+    "absolute nextLink": ("next_link", "http://127.0.0.1:{c}/redfish/v1/Systems?p=2"),
+    "absolute Location": ("location", "http://127.0.0.1:{c}/redfish/v1/Sessions/1"),
+}
+
+
+def bench_origins(creds: BmcCredentials) -> None:
+    print("\nhostile link            requests to the collector  secret seen there  BMC error")
+    for form, (place, template) in LINKS.items():
+        with HostileServer("echo", status=200) as collector:
+            link = template.format(c=collector.port)
+            session = Route(201, {"@odata.id": SESSIONS + "/1"}, {"X-Auth-Token": "bench-token"})
+            session.headers["Location"] = link if place == "location" else SESSIONS + "/1"
+            members = {"Members": [{"@odata.id": link if place == "member" else SYSTEMS + "/1"}]}
+            if place == "next_link":
+                members = {"Members": [], "Members@odata.nextLink": link}
+            routes = {
+                SESSIONS: session,
+                SESSIONS + "/1": Route(204),
+                SYSTEMS: Route(body=members),
+                SYSTEMS + "/1": Route(body={"Id": "1"}),
+            }
+            with HostileServer("routes", routes=routes) as bmc:
+                options = DiscoveryOptions(
+                    client=ClientOptions(scheme="http", retries=0), deadline=5.0
+                )
+                result = discover_one(Target("127.0.0.1", bmc.port), creds, options)
+            wire = json.dumps([s.headers for s in collector.seen])
+            stolen = "bench-token" in wire or "Basic" in wire
+            kind = result.error.kind.value if result.error else "ok"
+            print(f"{form:<23} {len(collector.seen):>25}  {'YES' if stolen else 'no':<17}  {kind}")
+
+
+def bench_logout(creds: BmcCredentials, deadline: float) -> None:
+    routes = {
+        SESSIONS: Route(201, {}, {"X-Auth-Token": "t", "Location": SESSIONS + "/1"}),
+        SESSIONS + "/1": Route(200, b'{"x": "' + b"x" * 100 + b'"}', trickle=True),
+        SYSTEMS: Route(body=b'{"Members": []' + b" " * 100 + b"}", trickle=True),
+    }
+    with HostileServer("routes", routes=routes, interval=1.0) as bmc:
+        options = DiscoveryOptions(
+            client=ClientOptions(scheme="http", retries=0), deadline=deadline
+        )
+        started = time.monotonic()
+        result = discover_one(Target("127.0.0.1", bmc.port), creds, options)
+        took = time.monotonic() - started
+    kind = result.error.kind.value if result.error else "ok"
+    print(
+        f"\nBMC trickling the GET and the logout: {took:.2f} s"
+        f" for a {deadline:g} s deadline ({kind})"
+    )
 
 
 def main() -> None:
@@ -55,6 +175,9 @@ def main() -> None:
                 maas_kind = type(exc).__name__
             maas = time.monotonic() - started
         print(f"{mode:<16} {redfish:>8.2f} s {kind:<13} {maas:>8.2f} s {maas_kind}")
+    bench_credentials_files()
+    bench_origins(creds)
+    bench_logout(creds, bmc_deadline)
 
 
 if __name__ == "__main__":
