@@ -286,3 +286,20 @@ def test_a_fail_prints_the_fail_text_not_the_unknown_text():
     only_fail = CheckResult("gpu_count", "t", (fail("found 7 GPUs, expected 8", ""),))
     text = Report("quick", "p", "", [only_fail], 0.0, 0.1).to_text()
     assert "fix: Not fit: repair or replace" in text and "could not run" not in text
+
+
+def test_the_recorded_h200_reports_say_what_docs_health_md_says():
+    """The figures in docs/health.md come from these files (2026-12-01, real H200)."""
+    run = FIXTURES / "h200-x1-run"
+    clean = json.loads((run / "clean-quick.json").read_text())
+    held = json.loads((run / "held-quick.json").read_text())
+    load = json.loads((run / "held-load-report.json").read_text())
+    assert (clean["verdict"], clean["exit_code"]) == ("FIT", 0)
+    assert (held["verdict"], held["exit_code"]) == ("NOT FIT", 1)
+    assert held["reasons"][0] == (
+        "FAIL gpu_processes [GPU 0 (00000000:00:06.0)]: process 988 (python3) holds the GPU: "
+        "128610 MiB"
+    )
+    assert (load["verdict"], [c["name"] for c in load["checks"]]) == ("NOT FIT", ["gpu_processes"])
+    before = json.loads((run / "before-held-load-report.json").read_text())
+    assert before["verdict"] == "FIT"  # the defect this issue fixed, as recorded
