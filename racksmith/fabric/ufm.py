@@ -7,7 +7,10 @@ for ``reset``; the same body for disable/enable is an inference, so isolation th
 ``unhealthy_ports`` is the default).
 
 Credentials come from ``UFM_URL``/``UFM_USERNAME``/``UFM_PASSWORD`` or a ``KEY=VALUE`` file;
-the password is registered with :mod:`racksmith.secrets` and never appears in messages.
+the password is registered with :mod:`racksmith.secrets` and never appears in messages. The
+URL is held to the address rule every endpoint shares (:func:`racksmith.transport.check_url`:
+names allowed, numeric short forms such as ``127.1`` refused, no userinfo), and the Basic auth
+goes to that origin only: no redirect is followed, no proxy or ``.netrc`` is picked up.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import requests
 
-from racksmith import secrets
+from racksmith import secrets, transport
 from racksmith.errors import UsageError
 from racksmith.fabric.errors import UfmError
 
@@ -52,6 +55,10 @@ def resolve(
             "UFM needs --ufm-url (or UFM_URL) and UFM_USERNAME/UFM_PASSWORD in the environment "
             "or in --credentials FILE"
         )
+    try:
+        transport.check_url(url, "UFM URL")
+    except transport.AddressError as exc:
+        raise UsageError(str(exc)) from None
     secrets.remember(password)
     secrets.remember_basic_auth(user, password)
     return UfmCredentials(url.rstrip("/"), user, password)
@@ -60,14 +67,16 @@ def resolve(
 class UfmClient:
     def __init__(self, creds: UfmCredentials, verify: bool | str = True, timeout=TIMEOUT):
         self.base = creds.url + "/ufmRest/"
-        self.session = requests.Session()
+        self.session = transport.session()  # no proxies or .netrc from the environment
         self.session.auth = (creds.username, creds.password)
         self.session.verify = verify
         self.timeout = timeout
 
     def _call(self, method: str, path: str, body: Any = None, ok=(200,)) -> requests.Response:
         try:
-            resp = self.session.request(method, self.base + path, json=body, timeout=self.timeout)
+            resp = self.session.request(
+                method, self.base + path, json=body, timeout=self.timeout, allow_redirects=False
+            )
         except requests.RequestException as exc:
             raise UfmError(secrets.redact(f"UFM {method} /ufmRest/{path}: {exc}")) from None
         if resp.status_code not in ok:
