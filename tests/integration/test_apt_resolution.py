@@ -202,16 +202,26 @@ def preferences_for(source: str, branch: str) -> str:
     return make(source=source, branch=branch) if make else ""
 
 
-def plan(source: str, branch: str) -> tuple[dict[str, list[str]], str]:
+#: Besides each source x branch's defaults, the choices that change what the roles install:
+#: the other kernel modules (open/proprietary) and DCGM 3.
+VARIANTS = {"defaults": {}, "other-modules": {"modules": None}, "dcgm3": {"dcgm_major": 3}}
+
+
+def plan(source: str, branch: str, **choice) -> tuple[dict[str, list[str]], str]:
     """The roles' plan, or (``{}``, the reason) where racksmith.gpupkgs refuses the choice."""
     try:
         from racksmith import gpupkgs
     except ImportError:
         return _LOCAL_PLAN[(source, branch)], "local plan (racksmith.gpupkgs not there yet)"
+    if "modules" in choice:  # the modules that are not the branch's default
+        default = gpupkgs.default_modules(branch)
+        choice["modules"] = "proprietary" if default == "open" else "open"
     try:
-        return gpupkgs.install_plan(source=source, branch=branch), "racksmith.gpupkgs.install_plan"
+        roles = gpupkgs.install_plan(source=source, branch=branch, **choice)
     except gpupkgs.PlanError as exc:
         return {}, str(exc)
+    args = ", ".join(f"{k}={v}" for k, v in choice.items())
+    return roles, f"racksmith.gpupkgs.install_plan({args})"
 
 
 _BRANCHED = re.compile(r"^(?:lib)?nvidia-|^linux-modules-nvidia-|^cuda-drivers-")
@@ -237,10 +247,11 @@ def source_root(request, tmp_path, branch) -> tuple[str, AptRoot]:
     return source, make_root(tmp_path, SOURCE_INDEXES[source], preferences=prefs)
 
 
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("branch", BRANCHES)
-def test_every_role_install_resolves_over_the_recorded_index(source_root, branch):
+def test_every_role_install_resolves_over_the_recorded_index(source_root, branch, variant):
     source, root = source_root
-    roles, origin = plan(source, branch)
+    roles, origin = plan(source, branch, **VARIANTS[variant])
     if not roles:
         # refused by racksmith.gpupkgs: only right where the index proves this branch cannot be
         # served from this source (the naive names resolve into another branch's driver)
