@@ -20,12 +20,15 @@ from racksmith.fabric import (
     counters,
     events,
     hosts,
+    lft,
+    pathplan,
     wiring,
 )
 from racksmith.fabric import topology as topology_io
 from racksmith.fabric import triage as triage_mod
 from racksmith.fabric.errors import FabricInputError, UfmError
 from racksmith.fabric.model import Topology
+from racksmith.fabric.routes import RouteError
 
 
 def _print_json(doc) -> None:
@@ -213,14 +216,30 @@ def cmd_burnin(args: argparse.Namespace) -> int:
         return 1 if unreadable or result.actions else 0
     topo = topology_io.load(args.topology)
     owners = hosts.load(args.hosts) if args.hosts else None
+    tables = None
+    if args.routes:
+        tables = lft.load(args.routes, adaptive=True if args.adaptive_routing else None)
+        missing = lft.check_against(tables, topo)
+        if missing:
+            raise FabricInputError(args.routes, 0, "; ".join(missing[:5]))
     started = time.perf_counter()
-    plan = burnin.plan(topo, args.seed, max_stages=args.max_stages)
+    try:
+        plan = (
+            pathplan.plan(topo, tables, args.seed, max_stages=args.max_stages)
+            if tables
+            else burnin.plan(topo, args.seed, max_stages=args.max_stages)
+        )
+    except RouteError as exc:  # the fabric's tables cannot carry a pair: a finding
+        print(f"ROUTE {exc.detail}", file=sys.stderr if args.json else sys.stdout)
+        if args.json:
+            _print_json({"ok": False, "route_error": exc.detail, "routes": args.routes})
+        return 1
     seconds = time.perf_counter() - started
     ends = burnin.endpoints(topo, owners, gdr=not args.no_gdr)
     if args.out:
         _write_burnin(Path(args.out), topo, plan, ends, args)
     if args.json:
-        _print_json(_plan_doc(topo, plan, ends, seconds, args))
+        _print_json(_plan_doc(topo, plan, ends, seconds, args, tables))
     else:
         print(
             f"burn-in: {len(plan.stages)} stages (lower bound {plan.lower_bound}), "
@@ -230,15 +249,32 @@ def cmd_burnin(args: argparse.Namespace) -> int:
         )
         for k, pairs in enumerate(plan.stages, 1):
             print(f"  stage {k}: {len(pairs)} pairs")
+        if tables is None:
+            print(
+                "  routes ASSUMED (minimal up/down, chosen by the planner): give --routes "
+                "(dump_lfts.sh or ibdiagnet2.fdbs) to plan on the fabric's real paths"
+            )
         for i in plan.uncovered:
             link = topo.links[i]
-            print(f"  NOT COVERED {topo.describe(link.a)} - {topo.describe(link.b)}")
+            print(f"  NOT COVERED {topo.describe(link.a)} - {topo.describe(link.b)}{_why(plan, i)}")
+        for line in getattr(plan, "guarantees", []):
+            print(f"  - {line}")
         if args.out:
             print(f"wrote {args.out}: burnin.yml, counters.sh, stage-NN/HOST.sh")
     return 0 if not plan.uncovered else 1
 
 
-def _plan_doc(topo: Topology, plan: burnin.BurnPlan, ends, seconds: float, args) -> dict:
+def _why(plan, i: int) -> str:
+    """Why a link is not covered, when no route uses one of its directions."""
+    dead = [e for e in getattr(plan, "unusable", ()) if e // 2 == i]
+    return (
+        " (no route in the tables uses it" + (" one way)" if len(dead) == 1 else ")")
+        if dead
+        else ""
+    )
+
+
+def _plan_doc(topo: Topology, plan, ends, seconds: float, args, tables=None) -> dict:
     def end(guid: str) -> dict:
         e = ends.get(guid)
         return {
@@ -256,7 +292,9 @@ def _plan_doc(topo: Topology, plan: burnin.BurnPlan, ends, seconds: float, args)
                 "client": end(p.client),
                 "server": end(p.server),
                 "tcp_port": port,
-                "route": burnin.route_text(topo, p),
+                "route": burnin.route_text(topo, p)
+                if tables is None
+                else pathplan.route_text(topo, p.forward),
             }
             for p, port in zip(pairs, burnin.server_ports(pairs, ends), strict=True)
         ]
@@ -274,12 +312,26 @@ def _plan_doc(topo: Topology, plan: burnin.BurnPlan, ends, seconds: float, args)
             "hca_covered": plan.covered_hca,
         },
         "uncovered": [
-            f"{topo.describe(topo.links[i].a)} - {topo.describe(topo.links[i].b)}"
+            f"{topo.describe(topo.links[i].a)} - {topo.describe(topo.links[i].b)}{_why(plan, i)}"
             for i in plan.uncovered
         ],
+        "routes": _routes_doc(tables, plan, args),
         "plan_seconds": round(seconds, 3),
         "duration_per_stage": args.duration,
         "stages": stages,
+    }
+
+
+def _routes_doc(tables, plan, args) -> dict:
+    if tables is None:
+        return {"source": "assumed", "adaptive": None, "guarantees": []}
+    return {
+        "source": args.routes,
+        "form": tables.form,
+        "adaptive": tables.adaptive,
+        "notes": tables.notes,
+        "unusable_directions": len(plan.unusable),
+        "guarantees": plan.guarantees,
     }
 
 
@@ -375,6 +427,17 @@ def register(subparsers) -> None:
         "links whose counters grew.",
     )
     b.add_argument("--topology", required=True, metavar="FILE")
+    b.add_argument(
+        "--routes",
+        metavar="FILE",
+        help="the switches' forwarding tables (dump_lfts.sh/ibroute output or ibdiagnet2.fdbs): "
+        "plan on the paths they give",
+    )
+    b.add_argument(
+        "--adaptive-routing",
+        action="store_true",
+        help="adaptive routing is on (found by itself when ibdiagnet2.ar sits by the fdbs)",
+    )
     b.add_argument("--seed", type=int, default=0, metavar="S")
     _hosts_arg(b)
     b.add_argument(

@@ -35,6 +35,8 @@ _PORT = re.compile(
 _LID = re.compile(r"\blid\s+(\d+)")
 _RATE = re.compile(r"\b(\d+)x([A-Z0-9]+)\s*$")
 _PEER_DESC = re.compile(r'"([^"]*)"')
+_OWN_LID = re.compile(r"^\s*lid (\d+)\b")  # a Ca port line: its own LID comes first
+_PEER_LID = re.compile(r'"[^"]*"\s+lid (\d+)')  # the peer's, after its description
 _HEADER = re.compile(r"^[a-z]+guid=|^vendid=|^devid=|^sysimgguid=")
 _KINDS = {"Switch": SWITCH, "Ca": HCA, "Rt": HCA}
 _TAG_KINDS = {"S": SWITCH, "H": HCA, "R": HCA}
@@ -82,6 +84,12 @@ def _add_port_line(topo: Topology, node: Node, m: re.Match, source: str, number:
         topo.add_node(
             Node(guid=peer_guid, kind=_TAG_KINDS[m["tag"]], description=descs[-1] if descs else "")
         )
+    own = _OWN_LID.match(comment) if node.kind == HCA else None
+    if own and node.lid is None:
+        node.lid = int(own.group(1))  # an HCA's LID is on its port line, not its node line
+    plid = _PEER_LID.search(comment)
+    if plid and topo.nodes[peer_guid].lid is None:
+        topo.nodes[peer_guid].lid = int(plid.group(1))
     rate = _RATE.search(comment)
     width = int(rate.group(1)) if rate else None
     speed = rate.group(2) if rate else None
