@@ -253,7 +253,12 @@ def activation_for(item: Mapping[str, Any]) -> str:
 
 
 def _firmware_findings(rule: ComponentRule, items: Sequence[Mapping[str, Any]]) -> list[Finding]:
-    active = [i for i in items if i.get("role") == "active"]
+    # one running image per component (Dell lists it twice: Installed- and Current-)
+    first: dict[str, Mapping[str, Any]] = {}
+    for item in items:
+        if item.get("role") == "active":
+            first.setdefault(str(item.get("component")), item)
+    active = list(first.values())
     staged = {i["component"]: i for i in items if i.get("role") == "staged" and i.get("version")}
     matched = [i for i in active if fnmatch.fnmatchcase(str(i.get("component")), rule.pattern)]
     if not matched:
@@ -539,9 +544,12 @@ def matrix(results: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The firmware matrix: component x version x host count, over the running images."""
     counts: Counter[tuple[str, str]] = Counter()
     for result in results:
-        for item in result.get("firmware") or ():
-            if item.get("role") == "active":
-                counts[(str(item["component"]), str(item.get("version")))] += 1
+        running = {
+            (str(item["component"]), str(item.get("version")))
+            for item in result.get("firmware") or ()
+            if item.get("role") == "active"
+        }
+        counts.update(running)  # once per host, though Dell lists Installed- and Current-
     return [{"component": c, "version": v, "hosts": n} for (c, v), n in sorted(counts.items())]
 
 
