@@ -1,14 +1,19 @@
 """The collection racksmith.core as a site gets it: ``ansible-galaxy collection build`` makes a
-tarball, ``ansible-galaxy collection install`` puts it in an empty collections directory, and
-``ansible-doc <fqcn>`` documents every module, plugin and role from an empty directory, with
-nothing from this checkout on any path (the racksmith Python package comes from the venv, as
-it would from pip).
+tarball, ``ansible-galaxy collection install`` puts it in an empty collections directory (with
+the collections galaxy.yml declares, offline, from the `ansible` package's copies), and from an
+empty directory, with nothing from this checkout on any path (the racksmith Python package comes
+from the venv, as it would from pip): ``ansible-doc <fqcn>`` documents every module, plugin and
+role; each inventory plugin answers ``ansible-inventory --list --export`` as an AWX inventory
+source runs it; ``racksmith.core.site`` and ``racksmith.core.reprovision`` resolve by name.
+The lab run of ``ansible-playbook racksmith.core.site`` is test_installed_site_lab.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -18,11 +23,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from racksmith.testing.rack import hgx_servers, write_rack
+
 REPO = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 VERSION = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
 # what ansible-doc calls each plugin directory's type
 PLUGIN_TYPES = {"modules": "module", "inventory": "inventory", "callback": "callback"}
+#: The collections galaxy.yml declares, installed offline from the `ansible` package's copies
+#: (Galaxy is not reachable here; a site installs them from Galaxy with racksmith.core).
+SITE_PACKAGES = Path(yaml.__file__).resolve().parents[1]
+DEPENDENCIES = [
+    SITE_PACKAGES / "ansible_collections" / Path(*name.split("."))
+    for name in yaml.safe_load((REPO / "galaxy.yml").read_text())["dependencies"]
+]
 
 
 def ansible(*cmd: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -82,6 +96,7 @@ def installed(tmp_path_factory) -> Installed:
         "-p",
         str(tmp / "collections"),
         str(tarball),
+        *map(str, DEPENDENCIES),
         cwd=empty,
         env=env,
     )
@@ -167,3 +182,125 @@ def test_ansible_doc_documents_every_role_with_an_argument_spec(installed):
     for name, entry in docs.items():
         assert entry["entry_points"]["main"]["short_description"], name
         assert Path(entry["path"]).is_relative_to(installed.root), (name, entry["path"])
+
+
+def test_declared_dependencies_are_installed_with_it(installed):
+    assert sorted(yaml.safe_load((REPO / "galaxy.yml").read_text())["dependencies"]) == [
+        "ansible.posix",
+        "community.general",
+    ]
+    listed = ansible(
+        "ansible-galaxy", "collection", "list", "--format", "json", "-p", str(installed.root),
+        cwd=installed.empty, env=installed.env,
+    )  # fmt: skip
+    found = {name for path in json.loads(listed.stdout).values() for name in path}
+    assert {"racksmith.core", "ansible.posix", "community.general"} <= found
+    requirements = yaml.safe_load((REPO / "collections" / "requirements.yml").read_text())
+    assert {c["name"] for c in requirements["collections"]} == {
+        "ansible.posix",
+        "community.general",
+    }
+
+
+@pytest.mark.parametrize("name", ["site", "reprovision"])
+def test_collection_playbooks_resolve_by_name(installed, name):
+    """``ansible-playbook racksmith.core.site`` from an empty directory: every phase and role
+    resolves from the installed tarball (the lab run is in test_installed_site_lab.py)."""
+    inventory = installed.empty / "hosts.ini"
+    inventory.write_text("localhost ansible_connection=local\n")
+    listed = ansible(
+        "ansible-playbook", f"racksmith.core.{name}", "-i", str(inventory), "--list-tasks",
+        cwd=installed.empty, env=installed.env,
+    )  # fmt: skip
+    assert f"playbook: {installed.root}/ansible_collections/racksmith/core/playbooks/" in (
+        listed.stdout
+    )
+    for phase in ("enlist", "deploy", "configure", "validate"):
+        assert f"TAGS: [{phase}]" in listed.stdout, phase
+    if name == "site":  # the run's summary for AWX (set_stats) ends the flow
+        assert "Summarise the run\tTAGS: [always]" in listed.stdout
+
+
+def _start_bmcs(tmp: Path, env: dict[str, str]) -> tuple[subprocess.Popen, list[int]]:
+    rack = write_rack(
+        tmp, bridge="rsnone0", prefix="192.168.250", bmc_base_port=28443,
+        maas_listen="127.0.0.1:0", servers=hgx_servers(2),
+    )  # fmt: skip
+    log = (tmp / "bmc.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "racksmith", "lab", "bmc", "--rack", str(rack.path),
+         "--lab-dir", str(tmp), "--base-port", "0"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+    )  # fmt: skip
+    state = tmp / "bmc" / "state.json"
+    for _ in range(300):
+        if state.exists() or proc.poll() is not None:
+            break
+        __import__("time").sleep(0.1)
+    if not state.exists():
+        proc.kill()
+        pytest.fail(f"racksmith lab bmc did not start: {(tmp / 'bmc.log').read_text()}")
+    return proc, [b["port"] for b in json.loads(state.read_text())["bmcs"]]
+
+
+def _start_maas(tmp: Path, env: dict[str, str]) -> tuple[subprocess.Popen, str, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "racksmith", "lab", "maas", "--listen", "127.0.0.1:0",
+         "--state", str(tmp / "maas-state.json")],
+        stdout=subprocess.PIPE, stderr=(tmp / "maas.log").open("w"), text=True,
+        start_new_session=True, env=env,
+    )  # fmt: skip
+    key = proc.stdout.readline().strip()
+    match = re.search(r"at (http://\S+/MAAS/)", proc.stdout.readline())
+    if not key or not match:
+        proc.kill()
+        pytest.fail(f"MAAS simulator did not start: {(tmp / 'maas.log').read_text()}")
+    return proc, match.group(1), key
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)  # our own child, by its process group
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_inventory_plugins_as_awx_inventory_sources(installed, tmp_path):
+    """AWX runs ``ansible-inventory -i SOURCE --list --export`` for an inventory source: each
+    plugin, from the installed tarball, against the lab's BMC emulation and MAAS simulator
+    (no root, no bridge: both on loopback)."""
+    env = {k: v for k, v in installed.env.items() if not k.startswith(("RACKSMITH_", "MAAS_"))}
+    env["RACKSMITH_LAB_DIR"] = str(tmp_path)  # the lab's redfish.yml expands it
+    (installed.empty / "ansible.cfg").write_text(
+        "[defaults]\n[inventory]\nenable_plugins = racksmith.core.redfish, racksmith.core.maas\n"
+    )
+    bmcs, ports = _start_bmcs(tmp_path, env)
+    maas, url, key = _start_maas(tmp_path, env)
+    try:
+        redfish = yaml.safe_load((REPO / "inventory" / "lab" / "redfish.yml").read_text())
+        redfish["targets"] = [f"127.0.0.1:{p}" for p in ports]
+        (tmp_path / "redfish.yml").write_text(yaml.safe_dump(redfish))
+        maas_cfg = yaml.safe_load((REPO / "inventory" / "lab" / "maas.yml").read_text())
+        (tmp_path / "maas.yml").write_text(yaml.safe_dump(maas_cfg))
+        done = ansible(
+            "ansible-inventory", "-i", str(tmp_path / "redfish.yml"), "--list", "--export",
+            cwd=installed.empty, env=env,
+        )  # fmt: skip
+        data = json.loads(done.stdout)
+        assert len(data["bmc_ok"]["hosts"]) == 2, data.keys()
+        host = data["_meta"]["hostvars"][data["bmc_ok"]["hosts"][0]]
+        assert host["redfish_gpus"] and host["redfish_pxe_mac"]
+        from racksmith.secrets import read_env_file
+
+        secrets = read_env_file(tmp_path / "secrets" / "bmc.env")
+        assert secrets["RACKSMITH_BMC_PASSWORD"] not in done.stdout
+        done = ansible(
+            "ansible-inventory", "-i", str(tmp_path / "maas.yml"), "--list", "--export",
+            cwd=installed.empty, env={**env, "MAAS_URL": url, "MAAS_API_KEY": key},
+        )  # fmt: skip
+        data = json.loads(done.stdout)
+        assert "all" in data and key not in done.stdout
+    finally:
+        _stop(bmcs)
+        _stop(maas)
