@@ -246,6 +246,7 @@ class Machine:
 
     @classmethod
     def _build(cls, data: dict[str, Any]) -> Machine:
+        system_id = str(data["system_id"])  # first: a record without one is named by it
         interfaces = _objects(data, "interface_set")
         macs = tuple(
             str(i.get("mac_address", "")).lower() for i in interfaces if i.get("mac_address")
@@ -256,7 +257,7 @@ class Machine:
         if status not in NodeStatus._value2member_map_:
             raise _WrongType(f"field 'status' is {status}, not a MAAS node status")
         return cls(
-            system_id=str(data["system_id"]),
+            system_id=system_id,
             hostname=str(data.get("hostname") or ""),
             description=str(data.get("description") or ""),
             status=NodeStatus(status),
