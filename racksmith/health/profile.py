@@ -130,6 +130,34 @@ def _check_types(profile: Profile, where: str) -> None:
         isinstance(zpools, list) and zpools and all(isinstance(z, str) for z in zpools)
     ):
         raise ProfileError(f"{where}: zpools must be a non-empty list of pool names")
+    limit = profile.get("gpu.processes.max_used_mib")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise ProfileError(
+            f"{where}: gpu.processes.max_used_mib must be a non-negative integer (MiB), "
+            f"got {limit!r}"
+        )
+    allow = profile.get("gpu.processes.allow")
+    if allow is not None and not (
+        isinstance(allow, list) and all(isinstance(a, str) for a in allow)
+    ):
+        raise ProfileError(f"{where}: gpu.processes.allow must be a list of process names")
+    gdr = profile.get("hcas.gdr")
+    if gdr is not None and gdr not in (True, "peermem", "dmabuf"):
+        raise ProfileError(f"{where}: hcas.gdr must be true, 'peermem' or 'dmabuf', got {gdr!r}")
+    severity = profile.get("firmware.severity")
+    if severity is not None and severity not in ("fail", "warn"):
+        raise ProfileError(f"{where}: firmware.severity must be 'fail' or 'warn'")
+    gpu_fw = profile.get("firmware.gpu") or {}
+    known = {"vbios", "inforom", "inforom_oem", "board_part_number"}
+    if not isinstance(gpu_fw, Mapping) or set(gpu_fw) - known:
+        raise ProfileError(
+            f"{where}: firmware.gpu must map {sorted(known)} to versions, got {gpu_fw!r}"
+        )
+    board = profile.get("firmware.baseboard")
+    if board is not None and not (
+        isinstance(board, Mapping) and all(isinstance(v, str) for v in board.values())
+    ):
+        raise ProfileError(f"{where}: firmware.baseboard must map component names to versions")
     pct = profile.get("disks.max_used_pct")
     if pct is not None and not (isinstance(pct, (int, float)) and 0 < pct <= 100):
         raise ProfileError(f"{where}: disks.max_used_pct must be in (0, 100], got {pct!r}")

@@ -92,3 +92,19 @@ def test_merge_deletes_on_null_and_merges_nested():
     out = merge(base, {"gpu": {"count": 2}, "zpools": None, "skip": {"b": "y"}})
     assert out == {"gpu": {"count": 2, "model": "A"}, "skip": {"a": "x", "b": "y"}}
     assert base["gpu"]["count"] == 8  # not mutated
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"gpu": {"processes": {"max_used_mib": "1 GiB"}}}, r"gpu\.processes\.max_used_mib"),
+        ({"gpu": {"processes": {"allow": "nv-hostengine"}}}, r"gpu\.processes\.allow"),
+        ({"hcas": {"gdr": "rdma-core"}}, r"hcas\.gdr must be true, 'peermem' or 'dmabuf'"),
+        ({"firmware": {"severity": "error"}}, r"firmware\.severity"),
+        ({"firmware": {"gpu": {"vbois": "96.00.A5.00.1A"}}}, r"firmware\.gpu must map"),
+        ({"firmware": {"baseboard": ["HGX_FW_BMC_0"]}}, r"firmware\.baseboard"),
+    ],
+)
+def test_issue23_profile_keys_are_typed(tmp_path, data, message):
+    with pytest.raises(ProfileError, match=message):
+        load(write(tmp_path, "t", {"extends": "hgx-h200-8gpu", **data}), requirements())
