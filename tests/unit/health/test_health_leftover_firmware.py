@@ -50,9 +50,8 @@ def test_clean_h200_host_is_fit_with_the_new_checks(replay, x1_profile):
     assert not bad
     for name in ("gpu_processes", "persistence_mode", "firmware"):
         assert results[name].status is Severity.OK, name
-    assert (
-        "VBIOS" in results["firmware"].findings[0].reason
-        or "vbios" in results["firmware"].findings[0].reason
+    assert results["firmware"].findings[0].reason == (
+        "at the baseline: GPU inforom G520.0282.02.02, vbios 96.00.A5.00.1A"
     )
 
 
@@ -303,3 +302,13 @@ def test_the_recorded_h200_reports_say_what_docs_health_md_says():
     assert (load["verdict"], [c["name"] for c in load["checks"]]) == ("NOT FIT", ["gpu_processes"])
     before = json.loads((run / "before-held-load-report.json").read_text())
     assert before["verdict"] == "FIT"  # the defect this issue fixed, as recorded
+
+
+def test_the_xml_process_list_agrees_with_query_compute_apps():
+    """The check reads ``<processes>`` from the one ``nvidia-smi -q -x`` call the GPU checks
+    share; ``--query-compute-apps``, recorded at the same moment, says the same."""
+    gpu = smi_xml.parse((HELD / "smi_q.xml").read_text()).gpus[0]
+    rows = (HELD / "probe" / "compute-apps-nounits.csv").read_text().strip().splitlines()
+    bus, _uuid, pid, name, used = (v.strip() for v in rows[0].split(","))
+    assert len(rows) == 1 and bus == gpu.bus_id
+    assert [(p.pid, p.name, p.used_mib) for p in gpu.processes] == [(int(pid), name, int(used))]
