@@ -529,8 +529,10 @@ def play(stages: int, stage_hosts: list[list[str]], seed: int, duration: int = 1
 
 
 def counters_script(topo: Topology) -> str:
-    """Reads every switch port's error counters with ``perfquery LID PORT``; run before and
-    after the burn (on any host of the fabric) and give both outputs to ``--before/--after``.
+    """Reads every switch port's counters with ``perfquery -x LID PORT`` (64-bit data counters
+    and the error counters); run before and after the burn (on any host of the fabric) and give
+    both outputs to ``--before/--after``: errors are triaged, and the data counters say which
+    link directions the burn really loaded (what adaptive routing decides at run time).
     A port that cannot be read leaves a marker line, so the diff fails closed."""
     lines = [
         "#!/usr/bin/env bash",
@@ -545,7 +547,7 @@ def counters_script(topo: Topology) -> str:
                 seen.add((node.lid, end.port))
                 where = f"{node.lid} {end.port}"
                 failed = f"# perfquery failed: Lid {node.lid} port {end.port}"
-                lines.append(f'perfquery {where} || echo "{failed}"')
+                lines.append(f'perfquery -x {where} || echo "{failed}"')
     return "\n".join(lines) + "\n"
 
 

@@ -213,7 +213,8 @@ def cmd_burnin(args: argparse.Namespace) -> int:
         args.burst_count = triage_mod.BURST_COUNT
         result, unreadable = _triage(args)
         _print_plan(result, unreadable, args.json)
-        return 1 if unreadable or result.actions else 0
+        loaded = _load_report(args)
+        return 1 if unreadable or result.actions or not loaded else 0
     topo = topology_io.load(args.topology)
     owners = hosts.load(args.hosts) if args.hosts else None
     tables = None
@@ -262,6 +263,32 @@ def cmd_burnin(args: argparse.Namespace) -> int:
         if args.out:
             print(f"wrote {args.out}: burnin.yml, counters.sh, stage-NN/HOST.sh")
     return 0 if not plan.uncovered else 1
+
+
+def _load_report(args: argparse.Namespace) -> bool:
+    """Which link directions the burn loaded, from the data counters (False: some did not)."""
+    topo = topology_io.load(args.topology)
+    load = counters.load(
+        counters.parse(_read(args.before), args.before),
+        counters.parse(_read(args.after), args.after),
+        topo,
+        args.min_gbytes * 1e9,
+    )
+    if args.json:
+        doc = {"measured": load.measured, "loaded": len(load.loaded)}
+        print(json.dumps({"load": doc | {"idle": load.idle, "unmeasured": load.unmeasured}}))
+    elif not load.measured:
+        print("load: no data counters in the snapshots (perfquery without -x?): not measured")
+    else:
+        print(
+            f"load: {len(load.loaded)} link directions carried >= {args.min_gbytes:g} GB, "
+            f"{len(load.idle)} idle, {len(load.unmeasured)} not measured"
+        )
+        for line in load.idle:
+            print(f"  IDLE {line}")
+        for line in load.unmeasured:
+            print(f"  UNMEASURED {line}")
+    return not load.measured or not (load.idle or load.unmeasured)
 
 
 def _why(plan, i: int) -> str:
@@ -452,6 +479,13 @@ def register(subparsers) -> None:
     b.add_argument("--after", metavar="FILE", help="counters.sh output after the burn")
     b.add_argument(
         "--seconds", type=float, default=1800.0, help="burn time for the symbol-error limit"
+    )
+    b.add_argument(
+        "--min-gbytes",
+        type=float,
+        default=1.0,
+        metavar="GB",
+        help="data a link direction must carry to count as loaded (default 1)",
     )
     b.add_argument(
         "--burst-window", type=float, default=triage_mod.BURST_WINDOW, help=argparse.SUPPRESS

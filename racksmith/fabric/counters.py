@@ -16,7 +16,7 @@ from racksmith.fabric.errors import FabricInputError
 from racksmith.fabric.events import Event
 from racksmith.fabric.model import SWITCH, Topology, port_label
 
-_HEADER = re.compile(r"^# Port counters: Lid (\d+) port (\d+)")
+_HEADER = re.compile(r"^# Port (?:extended )?counters: Lid (\d+) port (\d+)")
 _FAILED = re.compile(r"^# perfquery failed: Lid (\d+) port (\d+)")
 _FIELD = re.compile(r"^(\w+):\.*\s*(\S+)$")
 
@@ -114,6 +114,60 @@ def diff(before: Snapshot, after: Snapshot, topo: Topology, seconds: float) -> C
                     )
                 )
     return CounterDiff(events, unreadable, len(keys))
+
+
+#: Data counters: ``perfquery`` counts 4-byte words; the plain ones are 32 bits and stop at
+#: the top (an NDR link fills them in under a second), ``perfquery -x`` gives 64 bits.
+DATA = ("PortXmitData", "PortRcvData")
+SATURATED = 0xFFFFFFFF
+
+
+@dataclass
+class Load:
+    """Which link directions carried traffic between two snapshots (adaptive routing: what
+    the burn-in really loaded). ``measured`` is False when neither snapshot has data counters."""
+
+    measured: bool
+    loaded: set[tuple[str, str]]  # (from port, to port) as "name/port"
+    idle: list[str]
+    unmeasured: list[str]
+
+
+def load(before: Snapshot, after: Snapshot, topo: Topology, min_bytes: float = 1e9) -> Load:
+    """A link direction is loaded when the sending switch port's ``PortXmitData`` (or the
+    receiving switch port's ``PortRcvData``) grew by ``min_bytes`` or reached the 32-bit top.
+    Only switch ports are read (counters.sh), so an HCA cable is judged from its switch end."""
+    measured = any(DATA[0] in c for c in after.counters.values())
+    if not measured:
+        return Load(False, set(), [], [])
+
+    def grew(node, port: int, name: str) -> bool | None:
+        if node is None or node.lid is None:
+            return None
+        b = before.counters.get((node.lid, port))
+        a = after.counters.get((node.lid, port))
+        if b is None or a is None or name not in a or name not in b:
+            return None
+        if a[name] == SATURATED == b[name]:
+            return None  # a 32-bit counter pegged before the burn: it cannot tell
+        return a[name] - b[name] >= min_bytes / 4 or a[name] == SATURATED
+
+    loaded: set[tuple[str, str]] = set()
+    idle: list[str] = []
+    unmeasured: list[str] = []
+    for link in topo.links:
+        for src, dst in ((link.a, link.b), (link.b, link.a)):
+            s_node, d_node = topo.nodes[src.guid], topo.nodes[dst.guid]
+            sent = grew(s_node if s_node.kind == SWITCH else None, src.port, "PortXmitData")
+            got = grew(d_node if d_node.kind == SWITCH else None, dst.port, "PortRcvData")
+            what = f"{topo.describe(src)} -> {topo.describe(dst)}"
+            if sent is None and got is None:
+                unmeasured.append(what)
+            elif sent or got:
+                loaded.add((topo.describe(src), topo.describe(dst)))
+            else:
+                idle.append(what)
+    return Load(True, loaded, idle, unmeasured)
 
 
 def render(counters: dict[tuple[int, int], dict[str, int]]) -> str:

@@ -150,3 +150,54 @@ def render(topo: Topology) -> str:
                 )
         out.append("")
     return "\n".join(out) + "\n"
+
+
+# --- ``ibnetdiscover -p`` (one line per port) ------------------------------------------------
+
+_P_LINE = re.compile(
+    r"^(?P<type>CA|SW|RT)\s+(?P<lid>\d+)\s+(?P<port>\d+)\s+(?P<guid>0x[0-9a-fA-F]+)\s+"
+    r"(?P<width>\d+)x\s+(?P<speed>\S+)"
+    r"(?:\s+-\s+(?P<ptype>CA|SW|RT)\s+(?P<plid>\d+)\s+(?P<pport>\d+)\s+"
+    r"(?P<pguid>0x[0-9a-fA-F]+)\s+\(\s*'(?P<desc>[^']*)'\s+-\s+'(?P<pdesc>[^']*)'\s*\)"
+    r"|\s+'(?P<alone>[^']*)')\s*$"
+)
+P_FORM = re.compile(r"^(?:CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s+\d+x\s", re.MULTILINE)
+_P_KIND = {"SW": SWITCH, "CA": HCA, "RT": HCA}
+
+
+def parse_ports(text: str, source: str = "ibnetdiscover -p") -> Topology:
+    """``ibnetdiscover -p``: ``SW 1719 1 0x... 4x EDR - SW 1516 1 0x... ( 'a' - 'b' )``, or a
+    port with no peer (``4x ???  'name'``: down). GUIDs are port GUIDs (a switch's is its node
+    GUID; an HCA port's stands for its adapter here). LIDs come with every port."""
+    topo = Topology(source=source)
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _P_LINE.match(line)
+        if m is None:
+            raise FabricInputError(source, number, f"not an ibnetdiscover -p line: {line[:80]!r}")
+        guid = m["guid"][2:].lower().rjust(16, "0")
+        desc = m["desc"] if m["desc"] is not None else m["alone"]
+        kind = _P_KIND[m["type"]]
+        node = topo.add_node(Node(guid, kind, desc, int(m["port"]), int(m["lid"])))
+        node.ports = max(node.ports, int(m["port"]))
+        local = PortRef(guid, int(m["port"]))
+        if m["pguid"] is None:
+            topo.down_ports.append(local)
+            continue
+        pguid = m["pguid"][2:].lower().rjust(16, "0")
+        pkind = _P_KIND[m["ptype"]]
+        peer = topo.add_node(Node(pguid, pkind, m["pdesc"], 0, int(m["plid"])))
+        peer.ports = max(peer.ports, int(m["pport"]))
+        speed = m["speed"] if speed_rank(m["speed"]) >= 0 else None
+        known = topo.add_link(
+            Link(local, PortRef(pguid, int(m["pport"])), int(m["width"]), speed, line=number)
+        )
+        if known is not None and {known.a, known.b} != {local, PortRef(pguid, int(m["pport"]))}:
+            raise FabricInputError(
+                source, number, f"{topo.describe(local)} contradicts line {known.line}"
+            )
+    if not topo.nodes:
+        raise FabricInputError(source, 0, "no CA/SW lines: is this ibnetdiscover -p output?")
+    return topo

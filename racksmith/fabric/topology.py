@@ -1,4 +1,5 @@
-"""Read a topology file whatever tool wrote it (ibnetdiscover or iblinkinfo, either form)."""
+"""Read a topology file whatever tool wrote it (ibnetdiscover, ``ibnetdiscover -p`` or
+iblinkinfo, either form)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ def parse(text: str, source: str) -> Topology:
     """ibnetdiscover output has ``Switch``/``Ca`` blocks; anything else is read as iblinkinfo."""
     if _IBNETDISCOVER.search(text):
         return ibnetdiscover.parse(text, source)
+    if ibnetdiscover.P_FORM.search(text):
+        return ibnetdiscover.parse_ports(text, source)
     return iblinkinfo.parse(text, source)
 
 

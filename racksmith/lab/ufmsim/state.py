@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from racksmith.fabric.model import SWITCH, Topology, port_label
 
+#: UFM's words for an up port (``"Link Up"``, with a space, in a recorded answer)
+LINK_UP = "Link Up"
+
 
 class ApiError(Exception):
     def __init__(self, status: int, message: str):
@@ -34,21 +37,33 @@ class UfmState:
             for mine, theirs in ((link.a, link.b), (link.b, link.a)):
                 node, other = topo.nodes[mine.guid], topo.nodes[theirs.guid]
                 name = f"{node.guid}_{mine.port}"
-                state.ports[name] = {
+                is_switch = node.kind == SWITCH
+                kind = "Switch" if is_switch else "Computer"
+                dname = port_label(mine.port) if is_switch else f"HCA-1/{mine.port}"
+                state.ports[name] = {  # the fields of a recorded UFM answer (fixtures README)
                     "name": name,
                     "guid": node.guid,
+                    "systemID": node.guid,
                     "system_name": node.name,
                     "node_description": node.description,
+                    "description": f"{kind} IB Port",
                     "number": mine.port,
-                    "dname": port_label(mine.port) if node.kind == SWITCH else str(mine.port),
+                    "external_number": mine.port,
+                    "dname": dname,
+                    "path": f"default / {kind}: {node.name} / NA / {dname}",
+                    "lid": node.lid,
                     "logical_state": "Active",
-                    "physical_state": "LinkUp",
+                    "physical_state": LINK_UP,
                     "peer": f"{other.guid}_{theirs.port}",
+                    "peer_guid": other.guid,
+                    "peer_node_guid": other.guid,
+                    "peer_lid": other.lid,
                     "peer_node_name": other.name,
+                    "peer_node_description": other.description,
                     "active_speed": link.speed or "NDR",
                     "active_width": f"{link.width or 4}x",
                     "severity": "Info",
-                    "type": "switch" if node.kind == SWITCH else "host",
+                    "capabilities": ["healthy_operations", "reset", "disable"],
                 }
         return state
 
@@ -97,7 +112,7 @@ class UfmState:
                 port["severity"] = "Warning"
             else:
                 self.unhealthy.pop(name, None)
-                if port["physical_state"] == "LinkUp":
+                if port["physical_state"] == LINK_UP:
                     port["logical_state"] = "Active"
                 port["severity"] = "Info"
 
@@ -113,7 +128,7 @@ class UfmState:
         if action == "disable":
             port["physical_state"], port["logical_state"] = "Disabled", "Down"
         elif action == "enable":
-            port["physical_state"] = "LinkUp"
+            port["physical_state"] = LINK_UP
             port["logical_state"] = "Down" if port_id in self.unhealthy else "Active"
         elif action != "reset":
             raise ApiError(400, f"unsupported action {action}")

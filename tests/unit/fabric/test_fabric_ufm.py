@@ -112,7 +112,7 @@ def test_disable_method_and_feed(sim, fixture_text, tmp_path):
     assert sim.ports[port]["physical_state"] == "Disabled" and sim.jobs
     store.mark_repaired(done[0].ticket)
     assert [o.status for o in isolate.restore(client, store, method="disable")] == ["restored"]
-    assert sim.ports[port]["physical_state"] == "LinkUp"
+    assert sim.ports[port]["physical_state"] == "Link Up"
 
 
 def test_isolation_ufm_does_not_report_is_a_failure(sim, fixture_path, tmp_path, monkeypatch):
