@@ -207,7 +207,10 @@ def parse_env_text(text: str, source: Path | str) -> dict[str, str]:
         key, sep, value = line.partition("=")
         key = key.strip().removeprefix("export ").strip()
         if not sep or not key.isidentifier():
-            raise SecretError(f"{source}:{number}: expected KEY=VALUE")
+            raise SecretError(
+                f"{source}:{number}: expected KEY=VALUE (a name of letters, digits and _, then "
+                "=; '#' starts a comment)"
+            )
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
@@ -225,7 +228,10 @@ def _open(path: Path, flags: int, dir_fd: int | None = None, named: Path | None 
                 f"credentials file {path} is a symbolic link; links are not followed. "
                 f"Fix: give the real path ({os.path.realpath(path)})"
             ) from None
-        raise SecretError(f"cannot read credentials file {named or path}: {exc.strerror}") from None
+        raise SecretError(
+            f"cannot read credentials file {named or path}: {exc.strerror}. Fix: check the "
+            f"path, and that uid {os.geteuid()} may read it"
+        ) from None
 
 
 def read_env_file(path: Path) -> dict[str, str]:
