@@ -4,7 +4,7 @@ reports it)."""
 
 from __future__ import annotations
 
-from ..outcome import Finding, fail, ok, warn
+from ..outcome import Finding, fail, ok, unknown, warn
 from ..parsers.sysfs import PciLink
 from . import CheckContext, check, sources
 
@@ -129,7 +129,16 @@ def link_findings(link: PciLink, width: int, gen: int, idle_downshift_ok: bool) 
     )
     out = []
     if link.width is None or link.speed_gts is None:
-        out.append(fail("link width/speed not readable from sysfs", remedy, subject))
+        out.append(
+            unknown(
+                "link width/speed could not be read from sysfs (current_link_width "
+                f"{link.width}, current_link_speed {link.speed_gts})",
+                "Read the device's sysfs link files by hand; a device whose link state cannot "
+                "be read is in a bad state (reset or reseat it); the host is not fit until it "
+                "can be read.",
+                subject,
+            )
+        )
         return out
     if link.width < width or (link.max_width is not None and link.width < link.max_width):
         out.append(

@@ -21,7 +21,7 @@ from health_support import FIXTURES
 
 from racksmith.gpu import rules
 from racksmith.health.checks import Facts, all_checks, requirements
-from racksmith.health.checks.sources import SMI_XML
+from racksmith.health.checks.sources import NVLINK_ERRORS, NVLINK_STATUS, SMI_XML
 from racksmith.health.commands import CommandResult
 from racksmith.health.host import Host
 from racksmith.health.outcome import Severity
@@ -178,3 +178,64 @@ def test_na_is_not_unreadable():
     gpu = smi_xml.parse(CAPTURES["clean"].read_text()).gpus[0]
     assert gpu.unreadable == {}
     assert gpu.fabric_state == "N/A" and gpu.retired_pending is False
+
+
+# -- the other GPU sources: `nvidia-smi nvlink -s/-e` text and the PCIe link in sysfs --------
+X2 = FIXTURES / "h200-x2"
+
+
+@pytest.fixture(scope="module")
+def x2_profile():
+    return load("h200-x2-vm", requirements())
+
+
+def _x2_host(tmp: Path, status: str, errors: str) -> Host:
+    host = _host(tmp, (X2 / "smi_q.xml").read_text())
+    for argv, text in ((NVLINK_STATUS, status), (NVLINK_ERRORS, errors)):
+        host._cache[argv] = CommandResult(argv, 0, stdout=text, path="recorded")
+    return host
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_nvlink_value_unreadable_is_never_ok(x2_profile, tmp_path, form):
+    """Each link's speed in ``nvlink -s`` and each counter in ``nvlink -e`` of the real
+    two-GPU capture, one at a time: the check reading it is UNKNOWN and quotes the line."""
+    status, errors = (X2 / "nvlink-s.txt").read_text(), (X2 / "nvlink-e.txt").read_text()
+    specs = all_checks()
+    edits = []
+    for name, text in (("nvlink_state", status), ("nvlink_errors", errors)):
+        lines = text.splitlines()
+        for n, line in enumerate(lines):
+            if "Link " not in line:
+                continue
+            head = line.rsplit(": ", 1)[0] if name == "nvlink_errors" else line.split(": ")[0]
+            edited = "\n".join([*lines[:n], f"{head}: {form}".rstrip(), *lines[n + 1 :]]) + "\n"
+            edits.append((name, line.strip(), edited))
+    assert len(edits) == 2 * 18 + 2 * 18 * 3  # every link of both GPUs, every counter
+    failures = []
+    for name, line, edited in edits:
+        host = _x2_host(
+            tmp_path / "h", *((edited, errors) if name == "nvlink_state" else (status, edited))
+        )
+        result = _run_one(specs[name], Facts(host, x2_profile))
+        if result.status is not Severity.UNKNOWN or "cannot parse" not in result.findings[0].reason:
+            failures.append(f"{line} -> {form!r}: {result.status.label}")
+    assert not failures, failures[:10]
+
+
+@pytest.mark.parametrize("attr", ["current_link_width", "current_link_speed"])
+@pytest.mark.parametrize("form", ["Unknown", "", "0"])
+def test_unreadable_pcie_link_is_unknown(x2_profile, tmp_path, attr, form):
+    """The ``pcie`` check reads the GPUs' links from sysfs: a value the kernel could not read
+    (``Unknown``, empty, width 0) is UNKNOWN for that device, never OK."""
+    from racksmith.lab.standin import build_pci_tree, parse_pci_capture
+
+    devices = parse_pci_capture((X2 / "pci-sysfs.txt").read_text())
+    first = sorted(devices)[0]
+    devices[first][attr] = form
+    build_pci_tree(devices, tmp_path / "sys")
+    host = Host(sysfs=tmp_path / "sys", env={"PATH": ""})
+    result = _run_one(all_checks()["pcie"], Facts(host, x2_profile))
+    assert result.status is Severity.UNKNOWN
+    assert result.findings[0].subject == f"GPU {first}"
+    assert "could not be read from sysfs" in result.findings[0].reason
