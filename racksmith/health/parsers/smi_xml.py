@@ -66,26 +66,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "persistence_mode": ("persistence_mode",),
     "ecc_current": ("ecc_mode/current_ecc",),
     "ecc_pending": ("ecc_mode/pending_ecc",),
-    "ecc_volatile": tuple(
-        f"ecc_errors/volatile/{k}"
-        for k in (
-            "sram_correctable",
-            "sram_uncorrectable_parity",
-            "sram_uncorrectable_secded",
-            "dram_correctable",
-            "dram_uncorrectable",
-        )
-    ),
-    "ecc_aggregate": tuple(
-        f"ecc_errors/aggregate/{k}"
-        for k in (
-            "sram_correctable",
-            "sram_uncorrectable_parity",
-            "sram_uncorrectable_secded",
-            "dram_correctable",
-            "dram_uncorrectable",
-        )
-    ),
+    "ecc_volatile": tuple(f"ecc_errors/volatile/{k}" for k in ECC_COUNTERS),
+    "ecc_aggregate": tuple(f"ecc_errors/aggregate/{k}" for k in ECC_COUNTERS),
     "sram_threshold_exceeded": ("ecc_errors/aggregate/sram_threshold_exceeded",),
     "retired_pending": ("retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
     "remap_correctable": ("remapped_rows/remapped_row_corr",),
