@@ -191,7 +191,8 @@ def load(path: str | Path, adaptive: bool | None = None) -> Tables:
     if adaptive is None:
         ar = path.with_name("ibdiagnet2.ar")
         adaptive = ar.is_file() and any(
-            line.strip() and not line.startswith("#") for line in ar.read_text(errors="replace")
+            line.strip() and not line.startswith("#")
+            for line in ar.read_text(errors="replace").splitlines()
         )
         if adaptive:
             tables.notes.append(f"{ar} present: adaptive routing is on")
