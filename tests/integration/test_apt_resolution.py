@@ -203,8 +203,15 @@ def preferences_for(source: str, branch: str) -> str:
 
 
 #: Besides each source x branch's defaults, the choices that change what the roles install:
-#: the other kernel modules (open/proprietary) and DCGM 3.
-VARIANTS = {"defaults": {}, "other-modules": {"modules": None}, "dcgm3": {"dcgm_major": 3}}
+#: the other kernel modules (open/proprietary), DCGM 3, GPUDirect over DMA-BUF (open modules,
+#: the distribution's rdma-core) and an NVLink 5 system (nvlsm).
+VARIANTS = {
+    "defaults": {},
+    "other-modules": {"modules": None},
+    "dcgm3": {"dcgm_major": 3},
+    "dmabuf": {"gdr": "dmabuf", "modules": "open"},
+    "nvlink5": {"nvlink5": True},
+}
 
 
 def plan(source: str, branch: str, **choice) -> tuple[dict[str, list[str]], str]:
@@ -213,7 +220,7 @@ def plan(source: str, branch: str, **choice) -> tuple[dict[str, list[str]], str]
         from racksmith import gpupkgs
     except ImportError:
         return _LOCAL_PLAN[(source, branch)], "local plan (racksmith.gpupkgs not there yet)"
-    if "modules" in choice:  # the modules that are not the branch's default
+    if "modules" in choice and choice["modules"] is None:  # not the branch's default modules
         default = gpupkgs.default_modules(branch)
         choice["modules"] = "proprietary" if default == "open" else "open"
     try:
