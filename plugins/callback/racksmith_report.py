@@ -195,6 +195,8 @@ class CallbackModule(CallbackBase):
         self._record(result, "unreachable")
 
     def v2_playbook_on_stats(self, stats):
+        if self._report is None:  # no playbook started (a syntax check, a listing)
+            return
         self._progress.stop()
         self._annotate_hosts()
         report = self._report
@@ -205,8 +207,15 @@ class CallbackModule(CallbackBase):
         except ValueError as exc:
             self._display.warning(f"racksmith: golden set not used: {exc}")
         try:
-            published = publish(report, run_dir)
+            published = publish(
+                report,
+                run_dir,
+                prom_path=self._option("prom_path"),
+                ticket_url=self._option("ticket_url"),
+            )
             text = published.text
+            for warning in published.warnings:
+                self._display.warning(f"racksmith: {warning}")
         except (OSError, ValueError) as exc:
             text = report.render_text()
             self._display.warning(f"racksmith: cannot write the report to {run_dir}: {exc}")

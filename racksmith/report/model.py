@@ -31,13 +31,22 @@ CONTROLLER = "localhost"
 
 #: Redfish host variables the report keeps (identity and what a ticket needs), unprefixed.
 _REDFISH_KEYS = (
-    "bmc", "service_tag", "serial", "model", "bmc_firmware", "bios_version", "power_state",
-    "health", "pxe_mac", "error_kind",
+    "bmc",
+    "service_tag",
+    "serial",
+    "model",
+    "bmc_firmware",
+    "bios_version",
+    "power_state",
+    "health",
+    "pxe_mac",
+    "error_kind",
 )
 #: Registered results of the MAAS phases that carry a ``triage`` on failure.
 MAAS_RESULTS = ("racksmith_maas_enlist", "racksmith_maas_deploy")
 #: Every host variable the report reads (the callback fetches exactly these).
 HOST_VARS = (
+    "racksmith_location",
     "racksmith_quarantine_reason",
     "racksmith_failed_phase",
     "racksmith_failure_reason",
@@ -154,6 +163,7 @@ class Triaged:
     title: str
     action: str
     ticket: str | None = None  # Markdown ticket, relative to the run directory
+    url: str | None = None  # the ticket in a real tracker (the report's ticket URL template)
 
 
 _OUTCOME_KEYS = tuple(f.name for f in fields(PhaseOutcome))
@@ -177,6 +187,10 @@ class HostRecord:
     triage: Triaged | None = None
     #: What roles left out on this host and why, in the order they said so.
     skips: list[Skip] = field(default_factory=list)
+    #: Where the server is (the inventory's ``racksmith_location``: site/room/rack/U).
+    location: str | None = None
+    #: Its result in the run before this one (the health history), None when it was not in it.
+    previous_result: str | None = None
 
     @property
     def result(self) -> str:
@@ -262,6 +276,24 @@ class RunReport:
     started: str
     finished: str | None = None
     hosts: dict[str, HostRecord] = field(default_factory=dict)
+    #: The run this one is compared with (the last one in the health history before it).
+    previous_run: str | None = None
+
+    def compare(self, previous: Mapping[str, Any] | None, run_id: str | None = None) -> None:
+        """Note each machine's result in ``previous`` (host -> result of the run before, from
+        the health history); None: no earlier run, nothing is "new"."""
+        self.previous_run = run_id if previous is not None else None
+        for rec in self.machines():
+            rec.previous_result = (previous or {}).get(rec.name)
+
+    def since_last(self, rec: HostRecord) -> str:
+        """What changed for a host since the last run: ``new host``, ``was <RESULT>``, or ''
+        (same result, or no earlier run to compare with)."""
+        if not self.previous_run:
+            return ""
+        if rec.previous_result is None:
+            return "new host"
+        return "" if rec.previous_result == rec.result else f"was {rec.previous_result}"
 
     def host(self, name: str) -> HostRecord:
         return self.hosts.setdefault(name, HostRecord(name))
@@ -307,6 +339,7 @@ class RunReport:
         rec.quarantine_reason = text("racksmith_quarantine_reason") or rec.quarantine_reason
         rec.failed_phase = text("racksmith_failed_phase") or rec.failed_phase
         rec.failure_reason = text("racksmith_failure_reason") or rec.failure_reason
+        rec.location = text("racksmith_location") or rec.location
         rec.health_verdict = text("racksmith_health_verdict") or rec.health_verdict
         reasons = hostvars.get("racksmith_health_reasons") or []
         if isinstance(reasons, list):
@@ -335,6 +368,7 @@ class RunReport:
                 started=str(data.get("started") or ""),
                 finished=data.get("finished"),
             )
+            report.previous_run = data.get("previous_run")
             # v2 listed the controller among the hosts; v3 keeps it apart (same fields)
             hosts = dict(data.get("hosts") or {})
             if data.get("controller"):
@@ -345,8 +379,14 @@ class RunReport:
                     rec.phases[phase] = PhaseOutcome(
                         **{k: outcome[k] for k in _OUTCOME_KEYS if k in outcome}
                     )
-                for key in ("quarantine_reason", "failed_phase", "failure_reason",
-                            "health_verdict"):
+                for key in (
+                    "quarantine_reason",
+                    "failed_phase",
+                    "failure_reason",
+                    "health_verdict",
+                    "location",
+                    "previous_result",
+                ):
                     setattr(rec, key, host.get(key))
                 rec.health_reasons = list(host.get("health_reasons") or [])
                 rec.golden = host.get("golden")
@@ -383,6 +423,7 @@ class RunReport:
             "run_dir": self.run_dir,
             "started": self.started,
             "finished": self.finished,
+            "previous_run": self.previous_run,
             "hosts": hosts,
             "controller": controller,
             "golden": self.golden_hosts(),
@@ -448,9 +489,7 @@ class RunReport:
                 lines.append(f"  {rec.name}: {reason}")
             if rec.triage:
                 ticket = f", ticket {rec.triage.ticket}" if rec.triage.ticket else ""
-                lines.append(
-                    f"  {rec.name}: -> {rec.triage.title}: {rec.triage.action}{ticket}"
-                )
+                lines.append(f"  {rec.name}: -> {rec.triage.title}: {rec.triage.action}{ticket}")
         lines += skipped_lines(self.skipped())
         if skips_per_host:
             lines += [

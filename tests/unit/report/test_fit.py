@@ -27,18 +27,38 @@ QUICK_BAD = {**QUICK, "verdict": "NOT FIT", "reasons": ["FAIL pcie [GPU 1]: link
         (QUICK, LOAD, {}, True, None),
         (QUICK, LOAD_BAD, {}, False, "load: "),
         (QUICK, None, {}, False, "load checks: no report"),
-        (QUICK, None, {"load_why_not": "the run was cut short"}, False,
-         "load checks: the run was cut short"),
+        (
+            QUICK,
+            None,
+            {"load_why_not": "the run was cut short"},
+            False,
+            "load checks: the run was cut short",
+        ),
         (QUICK, None, {"load_required": False, "load_why_not": "lab host has no GPU"}, True, None),
-        (QUICK, None, {"load_required": False, "load_error": "load checks did not complete: x"},
-         False, "load checks did not complete: x"),
+        (
+            QUICK,
+            None,
+            {"load_required": False, "load_error": "load checks did not complete: x"},
+            False,
+            "load checks did not complete: x",
+        ),
         (QUICK_BAD, None, {}, False, "quick: FAIL pcie [GPU 1]"),
         (None, None, {}, False, "quick checks: no report (host unreachable"),
-        ({}, None, {"quick_error": "health agent did not run: boom"}, False,
-         "health agent did not run: boom"),
+        (
+            {},
+            None,
+            {"quick_error": "health agent did not run: boom"},
+            False,
+            "health agent did not run: boom",
+        ),
         ({"reasons": []}, None, {"load_required": False}, False, "quick: no verdict"),
-        (QUICK, LOAD, {"failure": "unreachable: ssh timed out"}, False,
-         "failed before validation: unreachable: ssh timed out"),
+        (
+            QUICK,
+            LOAD,
+            {"failure": "unreachable: ssh timed out"},
+            False,
+            "failed before validation: unreachable: ssh timed out",
+        ),
     ],
 )
 def test_judge(quick, load, kwargs, fit, first_reason):
@@ -155,9 +175,22 @@ def test_role_golden_set_and_report_give_one_verdict(tmp_path):
         PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     )
     proc = subprocess.run(
-        ["ansible-playbook", str(tmp_path / "play.yml"), "-i", str(tmp_path / "inventory.json"),
-         "-c", "local", "-e", f"fetch={fetch} run={run}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False,
+        [
+            "ansible-playbook",
+            str(tmp_path / "play.yml"),
+            "-i",
+            str(tmp_path / "inventory.json"),
+            "-c",
+            "local",
+            "-e",
+            f"fetch={fetch} run={run}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 

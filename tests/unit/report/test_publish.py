@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,14 @@ def run_dir(tmp_path):
 
 
 def racksmith(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "racksmith", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "racksmith", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_every_host_gets_its_result_cause_and_ticket(run_dir):
@@ -78,14 +85,24 @@ def test_the_golden_set_decides_golden_not_a_second_rule(run_dir):
     assert report.golden_hosts() == golden["golden"]
 
 
-def test_prometheus_textfile(run_dir):
+def test_prometheus_textfile(run_dir, tmp_path):
     folder, expected = run_dir
-    publish(load_run(folder), folder)
+    textfile = tmp_path / "textfile" / "racksmith.prom"
+    textfile.parent.mkdir()
+    publish(load_run(folder), folder, prom_path=textfile)
     lines = (folder / "report.prom").read_text().splitlines()
-    sample = re.compile(r'^[a-z_]+\{([a-z_]+="(?:[^"\\]|\\.)*",?)+\} \d+$')
+    assert textfile.read_text().splitlines() == lines  # the collector's copy, the same
+    assert not list(textfile.parent.glob(".*"))  # written through a temporary file, renamed
+    sample = re.compile(r'^[a-z_]+(\{([a-z_]+="(?:[^"\\]|\\.)*",?)+\})? \d+$')
     assert all(line.startswith("# ") or sample.match(line) for line in lines), lines[:5]
+    # the run is one series; no other has a run label (a new series every run otherwise)
+    assert f'racksmith_run_info{{run="{folder.name}",run_dir="{folder}"}} 1' in lines
+    assert [ln for ln in lines if 'run="' in ln] == [lines[2]]
+    finished = json.loads((folder / "report.json").read_text())["finished"]
+    stamp = datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp()
+    assert f"racksmith_run_finish_timestamp_seconds {stamp:.0f}" in lines
     golden = sum(1 for r, _ in expected.values() if r == "GOLDEN")
-    assert f'racksmith_run_hosts{{run="{folder.name}",result="GOLDEN"}} {golden}' in lines
+    assert f'racksmith_run_hosts{{result="GOLDEN"}} {golden}' in lines
     failures = [ln for ln in lines if ln.startswith("racksmith_host_failure{")]
     assert len(failures) == len(expected) - golden
 
@@ -143,6 +160,7 @@ def test_bad_run_directory_exits_2_naming_the_file(run_dir, setup, message):
 
 # -- a real browser -------------------------------------------------------------------------
 
+
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser"):
         if shutil.which(name):
@@ -152,9 +170,19 @@ def _chromium() -> str:
 
 def _browser(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--virtual-time-budget=3000", *args],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--virtual-time-budget=3000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -172,12 +200,14 @@ def test_html_in_headless_chromium_filters_and_screenshot(tmp_path):
         if expected[name][0] == "GOLDEN" and any(s["part"] == "fabricmanager" for s in h["skips"])
     )  # fmt: skip
     assert no_rdma and golden_no_nvswitch  # both filters have something to find
-    for fragment, shown in (("", 512), ("#state=QUARANTINED", quarantined),
-                            ("#cause=gpu_missing", gpu_missing),
-                            ("#state=GOLDEN&cause=gpu_missing", 0),
-                            ("#skip=gdr", no_rdma),
-                            ("#skip=nvidia_driver%2Ffabricmanager&state=GOLDEN",
-                             golden_no_nvswitch)):
+    for fragment, shown in (
+        ("", 512),
+        ("#state=QUARANTINED", quarantined),
+        ("#cause=gpu_missing", gpu_missing),
+        ("#state=GOLDEN&cause=gpu_missing", 0),
+        ("#skip=gdr", no_rdma),
+        ("#skip=nvidia_driver%2Ffabricmanager&state=GOLDEN", golden_no_nvswitch),
+    ):
         dom = _browser("--dump-dom", url + fragment)
         assert dom.returncode == 0, dom.stderr[-2000:]
         assert f'id="f-shown">{shown} of 512 hosts shown<' in dom.stdout, fragment

@@ -116,13 +116,20 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
     )
     proc = subprocess.run(
         ["ansible-playbook", str(playbook), "-i", "a,b,c,", "-c", "local"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr  # host b failed
     assert "RACKSMITH REPORT" in proc.stdout
     data = json.loads((run_dir / "report.json").read_text())
     assert {h: r["result"] for h, r in data["hosts"].items()} == {
-        "a": "GOLDEN", "b": "FAILED:discover", "c": "QUARANTINED",
+        "a": "GOLDEN",
+        "b": "FAILED:discover",
+        "c": "QUARANTINED",
     }  # the controller is none of the hosts (it was listed as INCOMPLETE)
     assert data["controller"]["result"] == "OK"
     assert data["controller"]["phases"]["preflight"]["ok"] == 1
@@ -170,18 +177,26 @@ def test_a_reason_quoted_inside_another_is_listed_once():
 def test_annotate_keeps_bmc_identity_and_maas_triage_redacted(monkeypatch):
     monkeypatch.setenv("MAAS_API_KEY", "consumer:token-that-must-not-leak:secret")
     report = make_report()
-    report.annotate("h1", {
-        "racksmith_failed_phase": "deploy",
-        "racksmith_failure_reason": "deploy failed",
-        "redfish_service_tag": "ABC1234",
-        "redfish_bmc": "10.1.0.7:443",
-        "redfish_gpus": [{"id": "GPU1"}, {"id": "GPU2"}],
-        "redfish_nics": "not a list",
-        "racksmith_maas_deploy": {"failed": True, "triage": {
-            "cause": "curtin failed", "status_name": "Failed deployment",
-            "events": ["ERROR token-that-must-not-leak rejected"], "log_tail": ["a", "b"],
-        }},
-    })
+    report.annotate(
+        "h1",
+        {
+            "racksmith_failed_phase": "deploy",
+            "racksmith_failure_reason": "deploy failed",
+            "redfish_service_tag": "ABC1234",
+            "redfish_bmc": "10.1.0.7:443",
+            "redfish_gpus": [{"id": "GPU1"}, {"id": "GPU2"}],
+            "redfish_nics": "not a list",
+            "racksmith_maas_deploy": {
+                "failed": True,
+                "triage": {
+                    "cause": "curtin failed",
+                    "status_name": "Failed deployment",
+                    "events": ["ERROR token-that-must-not-leak rejected"],
+                    "log_tail": ["a", "b"],
+                },
+            },
+        },
+    )
     rec = report.hosts["h1"]
     assert rec.facts == {"service_tag": "ABC1234", "bmc": "10.1.0.7:443", "gpu_count": 2}
     assert rec.maas["cause"] == "curtin failed" and rec.maas["status"] == "Failed deployment"
