@@ -66,6 +66,13 @@ DCGM_MAJORS = (3, 4)
 OPEN_DEFAULT_FROM = 560
 #: The branch from which the CUDA repository names fabric manager and NSCQ without a branch.
 CUDA_UNBRANCHED_FM_FROM = 580
+#: Branches Canonical's archive serves only as transitional packages to a newer branch (recorded
+#: jammy index, tests/fixtures/apt-indexes: the 535 family at 535.309.01-0ubuntu0.22.04.2, each
+#: package "(transitional package)" depending on its 580 counterpart).
+UBUNTU_TRANSITIONAL = {"535": ("580", "535.309.01-0ubuntu0.22.04.2")}
+#: The CUDA repository's Release label (NVIDIA's own cuda-<distro>.pin selects it by label; a
+#: site's mirror keeps the Release file, so the label holds there too).
+CUDA_LABEL = "NVIDIA CUDA"
 
 _FLAVOUR = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
 _TOOLKIT_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~-]*$")
@@ -123,8 +130,16 @@ def check_source_branch(source: str, branch: str) -> None:
 
 
 def check_version(source: str, branch: str, version: str | None) -> None:
-    """Refuse an exact driver version the source cannot serve, saying why."""
+    """Refuse an exact driver version (or a branch) the source cannot serve, saying why."""
     check_source_branch(source, branch)
+    if source == "ubuntu" and branch in UBUNTU_TRANSITIONAL:
+        newer, since = UBUNTU_TRANSITIONAL[branch]
+        raise PlanError(
+            f"Canonical's archive serves branch {branch} only as transitional packages to "
+            f"{newer} (since {since}): the {branch} names would install the {newer} driver. "
+            f"Take branch {branch} from NVIDIA's CUDA repository (nvidia_driver_source: cuda), "
+            f"or branch {newer} from the archive"
+        )
     if not version:
         return
     if source == "ubuntu":
@@ -318,6 +333,23 @@ def install_plan(
         "container_runtime": list(chosen.container_runtime),
         "dcgm": [*chosen.dcgm, *chosen.dcgm_exporter],
     }
+
+
+def apt_preferences(*, source: str, branch: str) -> str:
+    """The apt preferences the roles install beside the CUDA repository's source line.
+
+    Both repositories carry packages of the same names (``nvidia-fabricmanager-535`` is in
+    Canonical's archive as a transitional package to 580 and in the CUDA repository at the
+    driver's own version), and apt takes the higher version wherever it comes from, so the
+    driver and fabric manager could come from different sources. ``cuda``: NVIDIA's own pin
+    (every package of the CUDA repository preferred, priority 600). ``ubuntu``: the CUDA
+    repository never serves a driver package (``nvidia-*``, ``libnvidia-*``), while DCGM and
+    nvlsm still come from it.
+    """
+    check_source_branch(source, branch)
+    if source == "cuda":
+        return f"Package: *\nPin: release l={CUDA_LABEL}\nPin-Priority: 600\n"
+    return f"Package: nvidia-* libnvidia-*\nPin: release l={CUDA_LABEL}\nPin-Priority: -1\n"
 
 
 def parse_policy(text: str) -> dict[str, str | None]:

@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 try:
     from racksmith.gpupkgs import (
         PlanError,
+        apt_preferences,
         dcgm_packages,
         default_modules,
         gdr_packages,
@@ -140,11 +141,24 @@ def gpu_gdr_packages(method, modules="", branch="535"):
         raise AnsibleFilterError(f"gpu_gdr_packages: {exc}") from exc
 
 
+def gpu_apt_preferences(source, branch):
+    """The apt preferences beside the CUDA repository for a driver source and branch."""
+    if plan is None:
+        raise AnsibleFilterError(
+            f"gpu_apt_preferences needs the racksmith package: {_IMPORT_ERROR}"
+        )
+    try:
+        return apt_preferences(source=str(source), branch=str(branch))
+    except (PlanError, ValueError) as exc:
+        raise AnsibleFilterError(f"gpu_apt_preferences: {exc}") from exc
+
+
 class FilterModule:
     def filters(self):
         return {
             "gpu_install_plan": gpu_install_plan,
             "gpu_dcgm_packages": gpu_dcgm_packages,
             "gpu_gdr_packages": gpu_gdr_packages,
+            "gpu_apt_preferences": gpu_apt_preferences,
             "apt_unknown": apt_unknown,
         }

@@ -4,13 +4,15 @@ Ubuntu facts").
 
 The lab is Debian 12, so nothing else runs these paths. This test runs the real
 ``playbooks/configure.yml`` (every role, in its order, through ``apply_role.yml``) with
-``--check --diff`` on a local connection, for three HGX H200 hosts at once: ``hgx-jammy``
-(Ubuntu 22.04 facts, ``tests/fixtures/ubuntu-22.04/``, a kernel the archive has precompiled NVIDIA
-modules for), ``hgx-bookworm`` (Debian 12 facts, ``tests/fixtures/debian-12/``, so that a wrong
-choice of vars files cannot pass unnoticed), both with every role, and ``hgx-jammy-dkms`` (Ubuntu,
-a kernel without precompiled modules), with the driver role only (configure.yml's
-``racksmith_configure_roles``). One run, about 110 s of CPU; it needs root, as the roles' check
-mode does (get_url checks that it could write /etc/apt/keyrings), and python3-apt.
+``--check --diff`` on a local connection, for four HGX H200 hosts at once: ``hgx-jammy``
+(Ubuntu 22.04 facts, ``tests/fixtures/ubuntu-22.04/``; the driver from Canonical's archive,
+``nvidia_driver_source: ubuntu``), ``hgx-bookworm`` (Debian 12 facts, ``tests/fixtures/debian-12/``,
+so that a wrong choice of vars files cannot pass unnoticed), both with every role;
+``hgx-jammy-cuda`` (Ubuntu, the driver from NVIDIA's CUDA repository at an exact version) and
+``hgx-jammy-pinned`` (Ubuntu, an exact version on Canonical's archive, which preflight must
+refuse), with the driver role only (configure.yml's ``racksmith_configure_roles``). One run,
+about 110 s of CPU; it needs root, as the roles' check mode does (get_url checks that it could
+write /etc/apt/keyrings), and python3-apt.
 
 What the roles would read from the host is pointed at fixtures, never at this machine:
 
@@ -30,9 +32,12 @@ What the roles would read from the host is pointed at fixtures, never at this ma
 
 Tasks marked ``check_mode: false`` really run on this machine: each of them only reads (the PCI
 probes read the fixture tree, ``apt-cache policy`` the fixture lists, ``findmnt`` this machine's
-mounts); none writes. Nothing is installed, and whether apt could resolve the Ubuntu packages is
-not checked (the package lists here are not Ubuntu's): the package installs fail in check mode
-and are ignored, and the test asserts exactly which.
+mounts); none writes. Nothing is installed. No install of the GPU-host roles fails or is
+ignored (issue 20): where apt does not know a package yet (a repository this run adds, or, here,
+lists that lack it) check mode says what a real run would install, and the test asserts exactly
+that list; where apt knows them, the apt task itself runs in check mode. Whether the names and
+versions resolve against the real Ubuntu and NVIDIA indexes is the apt-resolution test's part
+(racksmith.gpupkgs.install_plan over the recorded indexes).
 """
 
 from __future__ import annotations
@@ -56,13 +61,20 @@ FIXTURES = REPO / "tests" / "fixtures"
 UBUNTU = FIXTURES / "ubuntu-22.04"
 SYSTEM_PYTHON = "/usr/bin/python3"  # where python3-apt lives; the apt module respawns there
 
-PRECOMPILED_KERNEL = "5.15.0-125-generic"  # apt/lists has its precompiled modules
-NEWER_KERNEL = "5.15.0-126-generic"  # no precompiled modules in the lists: DKMS
+PRECOMPILED_KERNEL = "5.15.0-125-generic"  # the facts' kernel (flavour generic)
+NEWER_KERNEL = "5.15.0-126-generic"
+CUDA_VERSION = "580.95.05"  # hgx-jammy-cuda's exact pin (the CUDA repository keeps releases)
 
 #: host -> (facts fixture, facts that differ from it)
+_OTHER_HOST = {
+    "ansible_kernel": NEWER_KERNEL,
+    "ansible_cmdline": {"BOOT_IMAGE": f"/boot/vmlinuz-{NEWER_KERNEL}", "ro": True},
+    "ansible_proc_cmdline": {"BOOT_IMAGE": f"/boot/vmlinuz-{NEWER_KERNEL}", "ro": True},
+}
 HOSTS = {
     "hgx-jammy": ("ubuntu-22.04", {}),
-    "hgx-jammy-dkms": (
+    "hgx-jammy-pinned": ("ubuntu-22.04", {**_OTHER_HOST, "ansible_hostname": "hgx-h200-04"}),
+    "hgx-jammy-cuda": (
         "ubuntu-22.04",
         {
             "ansible_kernel": NEWER_KERNEL,
@@ -75,8 +87,8 @@ HOSTS = {
     ),
     "hgx-bookworm": ("debian-12", {}),
 }
-UBUNTU_HOSTS = ("hgx-jammy", "hgx-jammy-dkms")
-FULL_HOSTS = ("hgx-jammy", "hgx-bookworm")  # every role; hgx-jammy-dkms: nvidia_driver only
+UBUNTU_HOSTS = ("hgx-jammy", "hgx-jammy-cuda", "hgx-jammy-pinned")
+FULL_HOSTS = ("hgx-jammy", "hgx-bookworm")  # every role; the others: nvidia_driver only
 
 ROLES = [
     "base",
@@ -87,7 +99,13 @@ ROLES = [
     "dcgm",
     "node_exporter",
 ]
-ROLES_OF = {"hgx-jammy": ROLES, "hgx-jammy-dkms": ["nvidia_driver"], "hgx-bookworm": ROLES}
+ROLES_OF = {
+    "hgx-jammy": ROLES,
+    "hgx-jammy-cuda": ["nvidia_driver"],
+    "hgx-jammy-pinned": ["nvidia_driver"],
+    "hgx-bookworm": ROLES,
+}
+RUN_HOSTS = ("hgx-jammy", "hgx-jammy-cuda", "hgx-bookworm")  # the refused host stops at preflight
 
 #: the roles that read the PCI bus (through <role>_sysfs_root)
 PCI_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm")
@@ -159,10 +177,19 @@ def _inventory(path: Path, sysfs: Path, mirror: Path) -> None:
         "dcgm_repo_mirror": f"file://{mirror}",
         "dcgm_repo_key_url": f"file://{mirror}/cuda.pub",
         "base_chrony_servers": ["ntp1.rack.example"],
+        # GPUDirect over DMA-BUF with the open modules (this machine has no DOCA-OFED's openibd)
+        "gdr_method": "dmabuf",
+        "nvidia_driver_modules": "open",
     }
     hosts = {host: {} for host in HOSTS}
-    # configure.yml's own variable, per host: the DKMS host only needs the driver role
-    hosts["hgx-jammy-dkms"]["racksmith_configure_roles"] = ["racksmith.core.nvidia_driver"]
+    # configure.yml's own variable, per host: these two only need the driver role
+    for host in ("hgx-jammy-cuda", "hgx-jammy-pinned"):
+        hosts[host]["racksmith_configure_roles"] = ["racksmith.core.nvidia_driver"]
+    hosts["hgx-jammy-cuda"].update(
+        nvidia_driver_source="cuda", nvidia_driver_branch="580", nvidia_driver_version=CUDA_VERSION
+    )
+    # an exact version on Canonical's archive: preflight refuses it, saying why
+    hosts["hgx-jammy-pinned"].update(nvidia_driver_version="580.95.05")
     path.write_text(json.dumps({"maas_deployed": {"hosts": hosts, "vars": site}}))
 
 
@@ -177,6 +204,12 @@ WRITE_TARGETS = (
     "/etc/apt/keyrings/racksmith-cuda.asc",
     "/etc/apt/keyrings/racksmith-nvidia-container-toolkit.asc",
     "/etc/apt/preferences.d/racksmith-nvidia-driver",
+    "/etc/apt/preferences.d/racksmith-cuda",
+    "/etc/apt/apt.conf.d/51racksmith-nvidia-driver-unattended",
+    "/etc/ansible/facts.d/racksmith_gdr.fact",
+    "/etc/systemd/system/nvidia-persistenced.service.d",
+    "/etc/systemd/system/nvidia-persistenced.service.d/racksmith.conf",
+    "/etc/udev/rules.d/71-nvidia-dev-char.rules",
     "/etc/apt/sources.list.d/racksmith-cuda.list",
     "/etc/apt/sources.list.d/racksmith-nvidia-container-toolkit.list",
     "/etc/chrony/chrony.conf",
@@ -189,8 +222,8 @@ WRITE_TARGETS = (
     "/etc/modprobe.d/racksmith-blacklist-nouveau.conf",
     "/etc/sysctl.d/90-racksmith-base.conf",
     "/etc/systemd/system/chrony.service.d/racksmith.conf",
-    "/etc/systemd/system/dcgm-exporter.service.d",
-    "/etc/systemd/system/dcgm-exporter.service.d/racksmith.conf",
+    "/etc/systemd/system/nvidia-dcgm-exporter.service.d",
+    "/etc/systemd/system/nvidia-dcgm-exporter.service.d/racksmith.conf",
     "/etc/systemd/system/racksmith-disable-acs.service",
     "/etc/systemd/system/racksmith-nvidia-peermem.service",
     "/usr/local/sbin/racksmith-cpu-governor",
@@ -282,8 +315,12 @@ def check_run(tmp_path_factory):
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     (tmp / "run.json").write_text(done.stdout)  # kept with the test's directory, to read
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    return Run(json.loads(done.stdout), sysfs, before, _snapshot())
+    # 2: a host failed, which must be hgx-jammy-pinned's refusal alone (the tests check stats)
+    assert done.returncode == 2, done.stdout[-6000:] + done.stderr[-3000:]
+    document = json.loads(done.stdout)
+    failed = {host for host, stats in document["stats"].items() if stats["failures"]}
+    assert failed == {"hgx-jammy-pinned"}, document["stats"]
+    return Run(document, sysfs, before, _snapshot())
 
 
 class Run:
@@ -312,9 +349,9 @@ class Run:
         return {(ro, n): r for ro, n, r in self.tasks[host] if r.get("failed")}
 
 
-ASK_PRECOMPILED = "Driver | Ask the archive for precompiled modules for the running kernel"
 OS_VARS = "Preflight | Load the OS-specific values"
 PROBE = "Preflight | Look for"  # each role's PCI probe
+WOULD = "Say what check mode cannot ask apt about"
 
 
 def _requested(result: dict) -> list[str]:
@@ -325,131 +362,238 @@ def _requested(result: dict) -> list[str]:
     return name if isinstance(name, list) else [name]
 
 
-#: (role, task) of the package installs that fail in check mode on a new host (the package lists
-#: do not have them: the real run installs them) and are ignored there, with what each asked
-#: for. Ubuntu's precompiled host first; the others differ only where EXPECTED_BY_HOST says.
-INSTALLS = {
-    ("base", "Time | Install chrony"): ["chrony"],
-    ("nvidia_driver", "Driver | Install the driver"): [
-        "nvidia-headless-no-dkms-535-server",
-        "nvidia-utils-535-server",
-        "libnvidia-compute-535-server",
-        f"linux-modules-nvidia-535-server-{PRECOMPILED_KERNEL}",
-    ],
-    ("nvidia_driver", "Fabric manager | Install the version matching the driver exactly"): [
-        "nvidia-fabricmanager-535=535.216.03-*"
-    ],
-    ("gdr", "GDR | Install the inbox RDMA stack"): ["rdma-core", "ibverbs-utils"],
-    ("container_runtime", "Docker | Install Docker at the pinned version"): [
-        "docker.io=24.0.7-0ubuntu2~22.04.1"
-    ],
-    ("container_runtime", "Toolkit | Install the toolkit at the pinned version"): [
-        "nvidia-container-toolkit=1.17.8-1",
-        "nvidia-container-toolkit-base=1.17.8-1",
-    ],
-    ("dcgm", "Install | Install DCGM at the pinned versions"): [
-        "datacenter-gpu-manager=1:3.3.9",
-        "dcgm-exporter=3.3.9-3.6.1",
-    ],
-    ("node_exporter", "Install | Install the node exporter package"): ["prometheus-node-exporter"],
+#: (role, install task, its check-mode report) -> what each host's install asks for, in order.
+DRIVER_TASK = ("nvidia_driver", "Driver | Install the driver", f"Driver | {WOULD}")
+FM_TASK = (
+    "nvidia_driver",
+    "Fabric manager | Install the version matching the driver exactly, with NSCQ",
+    f"Fabric manager | {WOULD}",
+)
+GDR_TASK = ("gdr", "GDR | Install the distribution's RDMA stack (DMA-BUF)", f"GDR | {WOULD}")
+DOCKER_TASK = ("container_runtime", "Docker | Install Docker", f"Docker | {WOULD}")
+TOOLKIT_TASK = (
+    "container_runtime",
+    "Toolkit | Install the toolkit at the pinned version",
+    f"Toolkit | {WOULD}",
+)
+DCGM_TASK = ("dcgm", "Install | Install DCGM", f"Install | {WOULD}")
+NODE_TASK = (
+    "node_exporter",
+    "Install | Install the node exporter package",
+    f"Install | {WOULD}",
+)
+TOOLKIT = ["nvidia-container-toolkit=1.17.8-1", "nvidia-container-toolkit-base=1.17.8-1"]
+DCGM4 = ["datacenter-gpu-manager-4-cuda12", "datacenter-gpu-manager-exporter"]
+EXPECTED = {
+    "hgx-jammy": {
+        # Canonical's archive: the open modules through the kernel flavour's metapackage (a
+        # kernel update brings its modules); no version anywhere (the archive keeps only the
+        # newest). Before issue 20: linux-modules-nvidia-535-server-<uname -r> and =535.216.03-*.
+        DRIVER_TASK: [
+            "nvidia-headless-no-dkms-580-server-open",
+            "nvidia-utils-580-server",
+            "linux-modules-nvidia-580-server-open-generic-hwe-22.04",
+        ],
+        FM_TASK: ["nvidia-fabricmanager-580", "libnvidia-nscq-580"],
+        GDR_TASK: ["rdma-core", "ibverbs-utils"],
+        DOCKER_TASK: ["docker.io"],  # before: docker.io=24.0.7-0ubuntu2~22.04.1
+        TOOLKIT_TASK: TOOLKIT,
+        DCGM_TASK: DCGM4,  # before: datacenter-gpu-manager=1:3.3.9, dcgm-exporter=3.3.9-3.6.1
+        NODE_TASK: ["prometheus-node-exporter"],
+    },
+    "hgx-jammy-cuda": {
+        # NVIDIA's CUDA repository keeps releases: the exact version, DKMS with the flavour's
+        # headers, and 580's unbranched fabric manager names
+        DRIVER_TASK: [
+            f"nvidia-headless-580-open={CUDA_VERSION}-*",
+            f"nvidia-utils-580={CUDA_VERSION}-*",
+            "linux-headers-generic-hwe-22.04",
+        ],
+        FM_TASK: [
+            f"nvidia-fabricmanager={CUDA_VERSION}-*",
+            f"libnvidia-nscq={CUDA_VERSION}-*",
+            f"libnvsdm={CUDA_VERSION}-*",
+        ],
+    },
+    "hgx-bookworm": {
+        DRIVER_TASK: [
+            "nvidia-tesla-535-smi",
+            "libnvidia-tesla-535-cuda1",
+            "libnvidia-tesla-535-ml1",
+            "nvidia-tesla-535-kernel-dkms",
+            "linux-headers-6.1.0-28-amd64",
+            "nvidia-persistenced",
+        ],
+        FM_TASK: ["nvidia-fabricmanager-535", "libnvidia-nscq-535"],
+        GDR_TASK: ["rdma-core", "ibverbs-utils"],
+        DOCKER_TASK: ["docker.io=20.10.24+dfsg1-1+deb12u1+b6"],
+        TOOLKIT_TASK: TOOLKIT,
+        DCGM_TASK: DCGM4,
+        NODE_TASK: ["prometheus-node-exporter"],
+    },
 }
-#: the holds that follow them (dpkg knows no such package yet: ignored in check mode)
-HOLDS = {
-    ("nvidia_driver", "Driver | Hold every driver package"): INSTALLS[
-        ("nvidia_driver", "Driver | Install the driver")
-    ],
-    ("nvidia_driver", "Fabric manager | Hold it with the driver"): ["nvidia-fabricmanager-535"],
-    ("container_runtime", "Docker | Hold Docker"): ["docker.io"],
-    ("container_runtime", "Toolkit | Hold the toolkit"): [
-        "nvidia-container-toolkit",
-        "nvidia-container-toolkit-base",
-    ],
-    ("dcgm", "Install | Hold the packages (DCGM must not move under a running fleet)"): [
-        "datacenter-gpu-manager",
-        "dcgm-exporter",
-    ],
-    ("node_exporter", "Install | Hold the package"): ["prometheus-node-exporter"],
-}
-UBUNTU_DKMS_DRIVER = [
-    "nvidia-headless-no-dkms-535-server",
-    "nvidia-utils-535-server",
-    "libnvidia-compute-535-server",
-    "nvidia-dkms-535-server",
-    f"linux-headers-{NEWER_KERNEL}",
-]
-DEBIAN_DRIVER = [
-    "nvidia-tesla-535-smi",
-    "libnvidia-tesla-535-cuda1",
-    "libnvidia-tesla-535-ml1",
-    "nvidia-tesla-535-kernel-dkms",
-    "linux-headers-6.1.0-28-amd64",
-    "nvidia-persistenced",
-]
-DRIVER = {
-    "hgx-jammy": INSTALLS[("nvidia_driver", "Driver | Install the driver")],
-    "hgx-jammy-dkms": UBUNTU_DKMS_DRIVER,
-    "hgx-bookworm": DEBIAN_DRIVER,
-}
-DOCKER = {
-    "hgx-jammy": "24.0.7-0ubuntu2~22.04.1",
-    "hgx-jammy-dkms": "24.0.7-0ubuntu2~22.04.1",
-    "hgx-bookworm": "20.10.24+dfsg1-1+deb12u1+b6",
-}
-#: service tasks (ignore_errors in check mode): whether they fail depends on this machine's
-#: systemd (no systemd, or no such unit yet), so they may fail, and nothing else may
-SERVICES = {
+#: base (not a GPU-host role) still ignores these in check mode
+BASE_IGNORED = {
+    ("base", "Time | Install chrony"),
     ("base", "Time | Enable and start chrony"),
-    ("base", "CPU | Enable the governor at boot"),  # only where this machine has cpufreq
-    ("nvidia_driver", "Driver | Run the persistence daemon"),
-    ("nvidia_driver", "Fabric manager | Run it now and at boot"),
-    ("gdr", "GDR | Run the units now and at boot"),
-    ("container_runtime", "Service | Run Docker now and at boot"),
-    ("dcgm", "Configure | Run the host engine now and at boot"),
-    ("dcgm", "Configure | Run the exporter now and at boot"),
-    ("node_exporter", "Configure | Start the exporter now and at boot"),
+    ("base", "CPU | Enable the governor at boot"),
 }
 
 
-def _of_host(host: str, tasks: dict) -> dict:
-    return {key: value for key, value in tasks.items() if key[0] in ROLES_OF[host]}
+def _planned(run, host: str, task: tuple[str, str, str]) -> list[str]:
+    """What an install asked for: the apt task's package list where apt knew the packages (it
+    ran in check mode), else the specs of the check-mode report ("would install [...]")."""
+    role, install, report = task
+    apt = run.result(host, role, install)
+    said = run.result(host, role, report)
+    if not apt.get("skipped"):
+        assert said.get("skipped"), (host, install, "both installed and reported")
+        return _requested(apt)
+    assert said["msg"].startswith(f"{role} would install "), said["msg"]
+    listed = said["msg"].removeprefix(f"{role} would install ").split("; apt does not know")[0]
+    if not listed.startswith("["):
+        return [listed]  # one package, named as it is
+    return json.loads(listed.replace("'", '"'))
 
 
-def _expected_installs(host: str) -> dict[tuple[str, str], list[str]]:
-    installs = {**INSTALLS, ("nvidia_driver", "Driver | Install the driver"): DRIVER[host]}
-    installs[("container_runtime", "Docker | Install Docker at the pinned version")] = [
-        f"docker.io={DOCKER[host]}"
-    ]
-    return _of_host(host, installs)
-
-
-def _expected_holds(host: str) -> dict[tuple[str, str], list[str]]:
-    holds = dict(HOLDS)
-    holds[("nvidia_driver", "Driver | Hold every driver package")] = [
-        p for p in DRIVER[host] if not p.startswith("linux-headers")
-    ]
-    return _of_host(host, holds)
-
-
-@pytest.mark.parametrize("host", list(HOSTS))
-def test_every_role_runs_and_only_check_mode_installs_fail(check_run, host):
+@pytest.mark.parametrize("host", RUN_HOSTS)
+def test_every_role_runs_and_no_install_fails_or_is_ignored(check_run, host):
+    """Before issue 20 every install ran with ignore_errors in check mode; now no task of the
+    GPU-host roles fails, and only base's own check-mode failures remain ignored."""
     stats = check_run.stats[host]
     assert (stats["failures"], stats["rescued"], stats["unreachable"]) == (0, 0, 0), stats
-    # every role of configure.yml ran its preflight on this host, in configure.yml's order
-    order = [role for role, name, _ in check_run.tasks[host] if name.startswith("Validating")]
+    # each role's own entry point, in configure.yml's order (dcgm's 'repo' entry point, which
+    # nvidia_driver includes for the CUDA repository, is not a role of the list)
+    order = [
+        role for role, name, _ in check_run.tasks[host]
+        if name.startswith("Validating arguments against arg spec 'main'")
+    ]  # fmt: skip
     assert order == ROLES_OF[host]
-    failed = check_run.failed(host)
-    assert stats["ignored"] == len(failed), "a failure that was not ignored"
-    installs = {key: _requested(r) for key, r in failed.items() if r["action"].endswith(".apt")}
-    holds = {
-        key: _requested(r) for key, r in failed.items() if r["action"].endswith("dpkg_selections")
-    }
-    assert installs == _expected_installs(host)
-    assert holds == _expected_holds(host)
-    for key, result in failed.items():
-        if key in installs:
-            assert result["msg"].startswith("No package matching "), (key, result["msg"])
-    others = set(failed) - set(installs) - set(holds)
-    assert others <= SERVICES, others
+    failed = set(check_run.failed(host))
+    assert failed <= BASE_IGNORED, failed - BASE_IGNORED
+    assert stats["ignored"] == len(failed)
+
+
+@pytest.mark.parametrize("host", RUN_HOSTS)
+def test_each_install_asks_for_the_plan_of_its_source_and_branch(check_run, host):
+    planned = {task: _planned(check_run, host, task) for task in EXPECTED[host]}
+    assert planned == EXPECTED[host]
+
+
+def test_an_exact_version_on_canonicals_archive_is_refused_before_anything_runs(check_run):
+    """Before issue 20 the role pinned =535.216.03-* on Canonical's archive, which keeps only
+    the newest version: the pin failed on the first real host."""
+    host = "hgx-jammy-pinned"
+    assert check_run.stats[host]["rescued"] == 1
+    (failed,) = [r for (role, _), r in check_run.failed(host).items() if role == "nvidia_driver"]
+    assert "keeps only the newest version of each package" in failed["msg"]
+    assert "nvidia_driver_source: cuda" in failed["msg"]
+    names = [name for role, name, _ in check_run.tasks[host] if role == "nvidia_driver"]
+    assert not [name for name in names if name.startswith(("Driver |", "Fabric manager |"))]
+
+
+def test_the_cuda_repository_comes_before_the_first_package_from_it(check_run):
+    """Before issue 20 fabric manager and a CUDA-repository driver needed the repository that
+    dcgm adds after nvidia_driver ran. Now nvidia_driver includes dcgm's repository tasks
+    first: on a host that runs the driver role only."""
+    host = "hgx-jammy-cuda"
+    tasks = [(role, name) for role, name, _ in check_run.tasks[host]]
+    source = tasks.index(
+        ("dcgm", "Repo | Add the repository, trusted for its own key only (signed-by)")
+    )
+    assert source < tasks.index(("nvidia_driver", DRIVER_TASK[1]))
+    diff = check_run.result(
+        host, "dcgm", "Repo | Add the repository, trusted for its own key only (signed-by)"
+    )["diff"][0]
+    assert "/compute/cuda/repos/ubuntu2204/x86_64/ /" in diff["after"]
+    pin = check_run.result(
+        host, "nvidia_driver", "Driver | Pin every driver package to the exact version where the "
+        "source keeps versions",
+    )["diff"][0]["after"]  # fmt: skip
+    assert f"Pin: version {CUDA_VERSION}-*" in pin
+    # the CUDA repository preferred for every package (NVIDIA's own pin): fabric manager 535
+    # would otherwise come from Canonical's transitional 535.309.01 (-> 580) packages
+    prefs = check_run.result(
+        host, "dcgm", "Repo | Keep the driver's packages on the driver's source"
+    )
+    assert (
+        "Package: *\nPin: release l=NVIDIA CUDA\nPin-Priority: 600\n" in prefs["diff"][0]["after"]
+    )
+    # on Canonical's archive the CUDA repository serves no driver package
+    prefs = check_run.result(
+        "hgx-jammy", "dcgm", "Repo | Keep the driver's packages on the driver's source"
+    )
+    assert (
+        "Package: nvidia-* libnvidia-*\nPin: release l=NVIDIA CUDA\nPin-Priority: -1\n"
+        in (prefs["diff"][0]["after"])
+    )
+    # on Canonical's archive there is no version pin, and none is left behind
+    assert (
+        check_run.result(
+            "hgx-jammy", "nvidia_driver", "Driver | Remove a version pin the site no longer sets"
+        )["path"]
+        == "/etc/apt/preferences.d/racksmith-nvidia-driver"
+    )
+
+
+@pytest.mark.parametrize("host", RUN_HOSTS)
+def test_kernel_and_driver_move_together(check_run, host):
+    """Before issue 20 unattended-upgrades could move the kernel without its NVIDIA modules."""
+    said = check_run.result(
+        host, "nvidia_driver", "Preflight | Say what keeps the kernel and the driver together"
+    )["msg"]
+    assert "held; unattended-upgrades skips packages matching linux-, nvidia-, libnvidia-" in said
+    after = check_run.result(
+        host,
+        "nvidia_driver",
+        "Driver | Keep unattended-upgrades off the kernel and the NVIDIA packages",
+    )["diff"][0]["after"]
+    assert 'Unattended-Upgrade::Package-Blacklist {\n    "linux-";\n    "nvidia-";' in after
+
+
+@pytest.mark.parametrize("host", RUN_HOSTS)
+def test_persistence_mode_is_on(check_run, host):
+    """Before issue 20 the stock unit's --no-persistence-mode stood."""
+    result = check_run.result(
+        host, "nvidia_driver", "Driver | Run the persistence daemon with persistence mode on"
+    )
+    dropin = {**result["diff"][0], "invocation": result["invocation"]}
+    assert dropin["invocation"]["module_args"]["dest"] == (
+        "/etc/systemd/system/nvidia-persistenced.service.d/racksmith.conf"
+    )
+    user = "nvpd" if host == "hgx-bookworm" else "nvidia-persistenced"
+    start = f"ExecStart=/usr/bin/nvidia-persistenced --user {user} --persistence-mode --verbose\n"
+    assert f"ExecStart=\n{start}" in dropin["after"]
+    assert "--no-persistence-mode" not in dropin["after"].split("[Service]")[1]
+
+
+@pytest.mark.parametrize("host", FULL_HOSTS)
+def test_gdr_dmabuf_loads_no_peermem(check_run, host):
+    """DMA-BUF with the open modules needs no nvidia-peermem: no unit is written for it."""
+    assert check_run.result(
+        host, "gdr", "GDR | Load the peer-memory module after DOCA-OFED, at every boot"
+    ).get("skipped")
+    fact = check_run.result(host, "gdr", "GDR | Record the GPUDirect path for the health checks")
+    assert json.loads(fact["diff"][0]["after"]) == {"method": "dmabuf", "module": ""}
+
+
+@pytest.mark.parametrize("host", FULL_HOSTS)
+def test_docker_is_set_up_for_training(check_run, host):
+    """Before issue 20: no daemon-wide memlock, and nothing against nvidia-docker#1730."""
+    daemon = check_run.result(
+        host,
+        "container_runtime",
+        "Docker | Write racksmith's daemon options, keeping keys it does not manage",
+    )["diff"][0]["after"]
+    ulimits = json.loads(daemon)["default-ulimits"]
+    assert ulimits["memlock"] == {"Name": "memlock", "Hard": -1, "Soft": -1}
+    rule = check_run.result(
+        host,
+        "container_runtime",
+        "Toolkit | Create the NVIDIA device-node symlinks whenever the driver loads",
+    )["diff"][0]
+    assert rule["after_header"] == "/etc/udev/rules.d/71-nvidia-dev-char.rules"
+    assert "nvidia-ctk system create-dev-char-symlinks --create-all" in rule["after"]
 
 
 #: the vars file each role chose: Ubuntu's where racksmith has one (node_exporter has none:
@@ -486,35 +630,7 @@ def test_each_role_chose_its_os_vars(check_run, host):
     assert chosen == {r: f for r, f in VARS_FILES[os_name].items() if r in ROLES_OF[host]}
 
 
-def test_driver_precompiled_modules_for_a_kernel_the_archive_has(check_run):
-    probe = check_run.result("hgx-jammy", "nvidia_driver", ASK_PRECOMPILED)
-    assert probe["cmd"] == [
-        "apt-cache", "policy", f"linux-modules-nvidia-535-server-{PRECOMPILED_KERNEL}",
-    ]  # fmt: skip
-    assert "Candidate: 5.15.0-125.135" in probe["stdout"]
-    choice = "Driver | Choose precompiled modules or DKMS"
-    assert check_run.fact("hgx-jammy", "nvidia_driver", choice, "_nvidia_driver_modules") == (
-        "precompiled"
-    )
-    assert (
-        check_run.fact("hgx-jammy", "nvidia_driver", choice, "_nvidia_driver_packages")
-        == (DRIVER["hgx-jammy"])
-    )
-
-
-def test_driver_dkms_for_a_kernel_without_precompiled_modules(check_run):
-    probe = check_run.result("hgx-jammy-dkms", "nvidia_driver", ASK_PRECOMPILED)
-    assert probe["cmd"][-1] == f"linux-modules-nvidia-535-server-{NEWER_KERNEL}"
-    assert "Candidate" not in probe["stdout"]
-    choice = "Driver | Choose precompiled modules or DKMS"
-    for host, packages in (("hgx-jammy-dkms", UBUNTU_DKMS_DRIVER), ("hgx-bookworm", DEBIAN_DRIVER)):
-        assert check_run.fact(host, "nvidia_driver", choice, "_nvidia_driver_modules") == "dkms"
-        assert check_run.fact(host, "nvidia_driver", choice, "_nvidia_driver_packages") == packages
-    # Debian has no precompiled modules: the archive is not even asked
-    assert check_run.result("hgx-bookworm", "nvidia_driver", ASK_PRECOMPILED).get("skipped")
-
-
-@pytest.mark.parametrize("host", list(HOSTS))
+@pytest.mark.parametrize("host", RUN_HOSTS)
 def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
     """8 GPUs (the ASPEED BMC display is no NVIDIA GPU) and 4 NVSwitches, read from the fixture
     tree, not this machine's /sys; nothing is skipped."""
@@ -544,33 +660,18 @@ def test_gdr_the_toolkit_and_dcgm_apply_by_the_pci_bus(check_run, host):
 
 
 @pytest.mark.parametrize("host", FULL_HOSTS)
-def test_gdr_module_name(check_run, host):
-    module = "nvidia-peermem" if host in UBUNTU_HOSTS else "nvidia-tesla-535-peermem"
-    gdr = check_run.result(host, "gdr", "Preflight | Decide whether GPUDirect RDMA applies here")
-    assert gdr["ansible_facts"]["_gdr_module_sysfs"] == f"/sys/module/{module.replace('-', '_')}"
-    unit = check_run.result(
-        host, "gdr", "GDR | Load the peer-memory module after the RDMA stack, at every boot"
-    )["diff"][0]["after"]
-    assert f"ExecStart=/sbin/modprobe {module}\n" in unit
-    assert "After=rdma-load-modules@infiniband.service nvidia-persistenced.service" in unit
-
-
-@pytest.mark.parametrize("host", FULL_HOSTS)
 def test_repositories_follow_the_os(check_run, host):
     release = "ubuntu2204" if host in UBUNTU_HOSTS else "debian12"
-    source = check_run.result(
-        host, "dcgm", "Repo | Add the repository, trusted for its own key only (signed-by)"
-    )["diff"][0]
+    # the last of them: on Debian nvidia_driver includes the same tasks first (fabric manager
+    # comes from the CUDA repository there)
+    add = ("dcgm", "Repo | Add the repository, trusted for its own key only (signed-by)")
+    (*_, last) = [r for role, name, r in check_run.tasks[host] if (role, name) == add]
+    source = last["diff"][0]
     assert source["after_header"] == "/etc/apt/sources.list.d/racksmith-cuda.list"
     assert (
         "deb [signed-by=/etc/apt/keyrings/racksmith-cuda.asc] "
         f"file://{check_run.sysfs.parent}/mirror/compute/cuda/repos/{release}/x86_64/ /"
     ) in source["after"]
-    pin = check_run.fact(
-        host, "container_runtime", "Preflight | Resolve versions and the repository location",
-        "_container_runtime_docker_pin",
-    )  # fmt: skip
-    assert pin == DOCKER[host]
 
 
 @pytest.mark.parametrize("host", FULL_HOSTS)
@@ -622,7 +723,18 @@ READ_ONLY_IN_CHECK_MODE = {
         "preflight.yml",
         "Preflight | Look for NVIDIA GPUs and NVSwitches on the PCI bus",
     ): ("cat of vendor/class under nvidia_driver_sysfs_root (here the fixture tree)"),
-    ("nvidia_driver", "driver.yml", ASK_PRECOMPILED): "apt-cache policy (here APT_CONFIG's lists)",
+    ("nvidia_driver", "driver.yml", "Driver | Ask apt for the driver's packages"): (
+        "apt-cache policy (here APT_CONFIG's lists)"
+    ),
+    ("nvidia_driver", "fabricmanager.yml", "Fabric manager | Ask apt for its packages"): (
+        "apt-cache policy"
+    ),
+    ("gdr", "gdr.yml", "GDR | Ask apt for the RDMA stack DMA-BUF runs over"): "apt-cache policy",
+    ("container_runtime", "docker.yml", "Docker | Ask apt for Docker"): "apt-cache policy",
+    ("dcgm", "install.yml", "Install | Ask apt for DCGM's packages"): "apt-cache policy",
+    ("node_exporter", "install.yml", "Install | Ask apt for the node exporter package"): (
+        "apt-cache policy"
+    ),
     ("gdr", "preflight.yml", "Preflight | Look for NVIDIA GPUs and RDMA NICs on the PCI bus"): (
         "cat under gdr_sysfs_root (the fixture tree)"
     ),
@@ -654,7 +766,7 @@ READ_ONLY_IN_CHECK_MODE = {
     (
         "dcgm",
         "repo.yml",
-        "Repo | Ask apt whether it knows DCGM (an earlier refresh may have failed)",
+        "Repo | Ask apt whether it knows the packages (an earlier refresh may have failed)",
     ): ("apt-cache policy (APT_CONFIG's lists)"),
 }
 
@@ -678,3 +790,37 @@ def test_every_check_mode_false_task_is_audited():
                     if task.get("check_mode") is False:
                         found.add((role, path.name, task["name"]))
     assert found == set(READ_ONLY_IN_CHECK_MODE)
+
+
+#: The GPU-host roles of issue 20 (base and zfs_pool are other areas').
+GPU_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm", "node_exporter")
+
+
+def test_no_gpu_host_role_ignores_errors():
+    """Before issue 20 every install ran with ignore_errors in check mode, which hid every
+    name and version apt could not serve."""
+    found = [
+        (role, path.name, task["name"])
+        for role in GPU_ROLES
+        for kind in ("tasks", "handlers")
+        for path in sorted((REPO / "roles" / role / kind).glob("*.yml"))
+        for task in _tasks(yaml.safe_load(path.read_text()))
+        if "ignore_errors" in task
+    ]
+    assert found == []
+
+
+def test_no_handler_reloads_systemd_without_the_detach_guard():
+    """NVIDIA/nvidia-docker#1730: a daemon-reload detaches GPUs from running containers unless
+    the device-node symlinks exist. Every handler that reloads systemd listens on a topic whose
+    first handler refuses while containers run without container_runtime's udev rule."""
+    for role in GPU_ROLES:
+        path = REPO / "roles" / role / "handlers" / "main.yml"
+        handlers = yaml.safe_load(path.read_text()) or []
+        for handler in handlers:
+            module = handler.get("ansible.builtin.systemd_service") or {}
+            if not module.get("daemon_reload"):
+                continue
+            first = next(h for h in handlers if h.get("listen") == handler["listen"])
+            assert first["name"].startswith("Refuse to reload systemd"), (role, handler["name"])
+            assert "71-nvidia-dev-char.rules" in str(first) or "dev_char_rule" in str(first)

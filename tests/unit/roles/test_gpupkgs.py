@@ -13,6 +13,7 @@ from racksmith.gpupkgs import (
     BRANCHES,
     SOURCES,
     PlanError,
+    apt_preferences,
     check_gdr,
     check_version,
     default_modules,
@@ -23,16 +24,34 @@ from racksmith.gpupkgs import (
 from racksmith.testing.plugins import plugin_filters
 
 
-def test_ubuntu_535_uses_the_flavour_metapackage_not_the_running_kernels_modules():
+def test_ubuntu_uses_the_flavour_metapackage_not_the_running_kernels_modules():
     """Before: linux-modules-nvidia-535-server-<uname -r>, for the running kernel only, so the
     next kernel update booted without nvidia.ko."""
-    driver = install_plan(source="ubuntu", branch="535", nvswitch=False)["nvidia_driver"]
-    assert driver == [
-        "nvidia-headless-no-dkms-535-server",
-        "nvidia-utils-535-server",
-        "linux-modules-nvidia-535-server-generic-hwe-22.04",
+    driver = install_plan(source="ubuntu", branch="580", modules="proprietary", nvswitch=False)
+    assert driver["nvidia_driver"] == [
+        "nvidia-headless-no-dkms-580-server",
+        "nvidia-utils-580-server",
+        "linux-modules-nvidia-580-server-generic-hwe-22.04",
     ]
-    assert not any(spec.endswith("-generic") and "5.15" in spec for spec in driver)
+
+
+def test_ubuntu_535_is_refused_because_the_archive_serves_it_as_580():
+    """The recorded jammy index: every 535 package is transitional to 580 (535.309.01)."""
+    with pytest.raises(PlanError, match="only as transitional packages to 580") as err:
+        plan(source="ubuntu", branch="535")
+    assert "nvidia_driver_source: cuda" in str(err.value)
+    assert plan(source="cuda", branch="535").driver[0] == "nvidia-headless-535"
+
+
+def test_apt_preferences_keep_driver_and_fabric_manager_on_one_source():
+    """cuda x 535 without a pin: apt took Canonical's transitional fabric manager 535.309.01
+    (-> 580) beside the CUDA repository's 535.216.03 driver (the resolution test showed it)."""
+    assert apt_preferences(source="cuda", branch="535") == (
+        "Package: *\nPin: release l=NVIDIA CUDA\nPin-Priority: 600\n"
+    )
+    ubuntu = apt_preferences(source="ubuntu", branch="580")
+    assert ubuntu.startswith("Package: nvidia-* libnvidia-*\n")
+    assert ubuntu.endswith("Pin-Priority: -1\n")
 
 
 def test_ubuntu_580_is_open_by_default_and_follows_the_flavour():
@@ -51,18 +70,18 @@ def test_proprietary_modules_on_request():
     assert chosen.driver[2] == "linux-modules-nvidia-580-server-generic-hwe-22.04"
 
 
-@pytest.mark.parametrize("version", ["535.216.03", "535.274.02"])
+@pytest.mark.parametrize("version", ["580.95.05", "580.126.09"])
 def test_an_exact_version_on_ubuntu_is_refused_saying_why(version):
     """Before: nvidia_driver pinned =535.216.03-* on Canonical's archive."""
     with pytest.raises(PlanError, match="keeps only the newest version") as err:
-        plan(source="ubuntu", branch="535", version=version)
+        plan(source="ubuntu", branch="580", version=version)
     assert version in str(err.value)
     assert "nvidia_driver_source: cuda" in str(err.value)
 
 
 def test_no_spec_on_ubuntu_carries_a_version():
     """Before: docker.io=24.0.7-0ubuntu2~22.04.1 and the driver and fabric manager pinned."""
-    for branch in BRANCHES:
+    for branch in ("580",):
         specs = install_plan(source="ubuntu", branch=branch, nvlink5=True)
         assert [s for r in ("nvidia_driver", "dcgm") for s in specs[r] if "=" in s] == []
         assert specs["container_runtime"][0] == "docker.io"
@@ -96,9 +115,8 @@ def test_cuda_580_names_fabric_manager_and_nscq_without_the_branch():
 
 def test_ubuntu_fabric_manager_has_no_server_label_and_nscq_beside_it():
     """Before: libnvidia-nscq-<branch> was never installed (DCGM cannot see NVSwitches)."""
-    for branch in BRANCHES:
-        fm = plan(source="ubuntu", branch=branch).fabricmanager
-        assert fm == (f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}")
+    fm = plan(source="ubuntu", branch="580").fabricmanager
+    assert fm == ("nvidia-fabricmanager-580", "libnvidia-nscq-580")
 
 
 def test_fabric_manager_and_nscq_only_with_nvswitches_nvlsm_only_with_nvlink5():
@@ -145,7 +163,7 @@ def test_dcgm_4_and_the_exporter_by_their_real_names_3_still_selectable():
     chosen = plan(source="ubuntu", branch="580")
     assert chosen.dcgm == ("datacenter-gpu-manager-4-cuda12",)
     assert chosen.dcgm_exporter == ("datacenter-gpu-manager-exporter",)
-    three = plan(source="ubuntu", branch="535", dcgm_major=3)
+    three = plan(source="cuda", branch="535", dcgm_major=3)
     assert (three.dcgm, three.dcgm_exporter) == (("datacenter-gpu-manager",), ())
     with pytest.raises(PlanError, match="DCGM major 5"):
         plan(source="ubuntu", branch="580", dcgm_major=5)
@@ -154,7 +172,7 @@ def test_dcgm_4_and_the_exporter_by_their_real_names_3_still_selectable():
 def test_fabric_manager_from_cuda_needs_the_cuda_repository_in_the_driver_role():
     """Before: the CUDA repository was added by dcgm, which runs after nvidia_driver."""
     assert plan(source="cuda", branch="535").cuda_repo_roles == ("nvidia_driver", "dcgm")
-    assert plan(source="ubuntu", branch="535").cuda_repo_roles == ("dcgm",)
+    assert plan(source="ubuntu", branch="580").cuda_repo_roles == ("dcgm",)
     assert plan(source="ubuntu", branch="580", nvlink5=True).cuda_repo_roles[0] == "nvidia_driver"
 
 
@@ -188,11 +206,13 @@ def test_kernel_belongs_to_flavour(flavour, kernel, ok):
 
 def test_a_bad_flavour_is_refused():
     with pytest.raises(PlanError, match="kernel flavour"):
-        plan(source="ubuntu", branch="535", kernel_flavour="Generic HWE")
+        plan(source="ubuntu", branch="580", kernel_flavour="Generic HWE")
 
 
 def test_every_source_and_branch_has_a_plan_for_every_role():
     for source, branch in itertools.product(SOURCES, BRANCHES):
+        if (source, branch) == ("ubuntu", "535"):
+            continue  # refused: test_ubuntu_535_is_refused_because_the_archive_serves_it_as_580
         specs = install_plan(source=source, branch=branch)
         assert set(specs) == {"nvidia_driver", "gdr", "container_runtime", "dcgm"}
         assert all(specs[role] for role in ("nvidia_driver", "container_runtime", "dcgm"))
@@ -203,7 +223,7 @@ def test_filter_returns_the_plan_and_names_itself_on_refusal():
     chosen = flt("ubuntu", 580, nvswitch=False)
     assert chosen["driver"][2] == "linux-modules-nvidia-580-server-open-generic-hwe-22.04"
     with pytest.raises(AnsibleFilterError, match="gpu_install_plan: an exact driver version"):
-        flt("ubuntu", "535", version="535.216.03")
+        flt("ubuntu", "580", version="580.95.05")
     with pytest.raises(AnsibleFilterError, match=r"gpu_install_plan: .*unexpected keyword"):
         flt("ubuntu", "535", colour="red")
 
@@ -232,7 +252,7 @@ def test_apt_policy_names_what_apt_cannot_install_yet():
 
 
 def test_the_running_kernel_must_be_of_the_flavour():
-    assert plan(source="ubuntu", branch="535", kernel_release="6.8.0-52-generic").driver
+    assert plan(source="ubuntu", branch="580", kernel_release="6.8.0-52-generic").driver
     with pytest.raises(PlanError, match="not of flavour generic-hwe-22"):
         plan(source="cuda", branch="535", kernel_release="5.15.0-1063-nvidia")
 
