@@ -8,8 +8,13 @@ here:
   logs a warning naming the BMC every time a client is built with it.
 - A BMC given by name is contacted at the address it resolved to once; the name goes in Host,
   SNI and the certificate check, so TLS still verifies the name the operator gave.
-- A session is always DELETEd, also after errors and deadline expiry (with its own short
-  budget, since the deadline may be spent by then).
+- A session is always DELETEd, also after errors and when the requests ran out of time: once
+  a session exists, the smaller of ``logout_timeout`` and half the per-BMC deadline is kept
+  for the DELETE, whose budget is what is left of the deadline, so the logout too ends inside
+  the deadline (issue 22: a BMC trickling the GET and the DELETE held a 5 s run for 8.3 s).
+  A logout with no time left is abandoned, and the log says so.
+- A session ``Location`` is held to the one-origin rule before it is kept: the DELETE carries
+  the token, and goes to this BMC or nowhere.
 - The password is read from :class:`~racksmith.credentials.BmcCredentials` only where the
   login body or the Basic auth header is built.
 """
@@ -93,11 +98,23 @@ class Authentication:
                 self._use_basic(f"session service issued no token (HTTP {response.status})")
                 return
             raise self.sender.error_for(response, "login")
-        self._token = token
         location = response.headers.get("Location")
         if not location and isinstance(response.body, dict):
             location = response.body.get("@odata.id")
+        if location:
+            try:  # one origin: the DELETE (with the token) must go to this BMC only
+                self.sender.url(location)
+            except RedfishError:
+                log.warning(
+                    "%s: session Location refused; the session is left to the BMC's idle timeout",
+                    self.target,
+                )
+                raise
+        self._token = token
         self._session_uri = location
+        if self.sender.deadline.seconds is not None:  # the DELETE, too, inside the deadline
+            half = self.sender.deadline.seconds / 2
+            self.sender.logout_reserve = min(self.sender.options.logout_timeout, half)
         self.sender.http.headers["X-Auth-Token"] = token
         self.sender.stats.sessions_created += 1
         self.sender.stats.auth = "session"
@@ -112,7 +129,8 @@ class Authentication:
         self.sender.stats.auth = "basic"
 
     def logout(self) -> None:
-        """DELETE the session, with its own budget: the per-BMC deadline may be spent already."""
+        """DELETE the session within what is left of the per-BMC deadline (at most
+        ``logout_timeout``); abandoned, and logged, when nothing is left."""
         token, uri = self._token, self._session_uri
         self._token = self._session_uri = None
         self.sender.http.headers.pop("X-Auth-Token", None)
@@ -124,13 +142,25 @@ class Authentication:
             )
             return
         options = self.sender.options
+        # Inside the per-BMC deadline (issue 22: a trickled DELETE held a 5 s run for 8.3 s).
+        left = self.sender.deadline.remaining()
+        budget = min(options.logout_timeout, left)
+        limit = "logout_timeout" if budget == options.logout_timeout else "per-BMC deadline"
+        if budget <= 0.01:
+            log.warning(
+                "%s: logout abandoned at the per-BMC deadline of %gs; the session expires on "
+                "the BMC's idle timeout",
+                self.target,
+                self.sender.deadline.seconds,
+            )
+            return
         try:
             resp = transport.request(
                 self.sender.http,
                 "DELETE",
                 self.sender.url(uri),
                 headers={"X-Auth-Token": token},
-                budget=options.logout_timeout,
+                budget=budget,
                 connect_timeout=options.connect_timeout,
                 max_bytes=options.max_answer_bytes,
             )
@@ -147,7 +177,8 @@ class Authentication:
         except (requests.RequestException, transport.LimitReached) as exc:
             self.sender.count("DELETE")
             log.warning(
-                "%s: logout failed (%s); session may persist until idle timeout",
+                "%s: logout failed within the %s (%s); session may persist until idle timeout",
                 self.target,
+                limit,
                 short(exc),
             )

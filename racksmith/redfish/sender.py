@@ -176,9 +176,29 @@ class Sender:
         self.options = options
         self.deadline = deadline
         self.stats = stats
+        #: Seconds of the deadline kept for the logout once a session exists, so that the
+        #: DELETE too ends inside the deadline (set by the connection half at login).
+        self.logout_reserve = 0.0
 
     def url(self, path: str) -> str:
-        return path if path.startswith("http") else self.base + path
+        """The URL for ``path`` (ours, or a link from the BMC's answers: ``@odata.id``,
+        ``nextLink``, a session ``Location``) on this BMC's own origin and no other.
+
+        The one-origin rule (:func:`racksmith.transport.link_url`): a link naming another
+        host, port or scheme, carrying userinfo, ``//host``, ``@host`` or not starting with
+        ``/`` is refused here, before any request is built; the token or Basic auth goes with
+        every request (issue 22: such links took the fleet's password to other hosts).
+        """
+        where = self.target.address or self.target.host
+        origin = transport.Origin(self.options.scheme, where.lower(), self.target.port)
+        try:
+            return transport.link_url(
+                origin, path, f"BMC {self.target}", aliases=(self.target.host,)
+            )
+        except transport.OriginError as exc:
+            raise RedfishError(
+                ErrorKind.MALFORMED, redact(str(exc)), bmc=str(self.target)
+            ) from None
 
     def count(self, method: str) -> None:
         self.stats.requests += 1
@@ -320,7 +340,7 @@ class Sender:
     def _budget(self, what: str) -> tuple[float, str]:
         """Seconds this request may take, and the name of the limit that sets it."""
         own = self.options.connect_timeout + self.options.read_timeout
-        remaining = self.deadline.remaining()
+        remaining = self.deadline.remaining() - self.logout_reserve
         if remaining <= 0:
             raise self._error(
                 ErrorKind.TIMEOUT,
@@ -338,7 +358,7 @@ class Sender:
 
     def _sleep(self, seconds: float, error: RedfishError) -> None:
         """Back off, unless the deadline would expire first (then give up with ``error``)."""
-        if seconds >= self.deadline.remaining():
+        if seconds >= self.deadline.remaining() - self.logout_reserve:
             raise error
         time.sleep(seconds)
 
