@@ -7,7 +7,8 @@ places, and the credentials file had five spellings. Now each service lists its 
 (``racksmith/redfish/options.py``, ``racksmith/maas/options.py``); the argument spec and the
 CLI are generated at import time, and the doc fragments under ``plugins/doc_fragments/`` are
 generated text (they must stay plain files for ``ansible-doc``), checked by a unit test to
-equal what :func:`doc_fragment` produces. ``python -m racksmith.optionspec`` prints them.
+equal what :func:`doc_fragment` produces. ``python -m racksmith.redfish.options`` and
+``python -m racksmith.maas.options`` print them.
 
 The option name is the one spelling everywhere: ``credentials_file`` in a module or an
 inventory file is ``--credentials-file`` on the command line. Older spellings stay accepted as
@@ -186,18 +187,9 @@ def doc_fragment(options: Sequence[Option]) -> str:
     return "\n" + text
 
 
-def main() -> None:  # pragma: no cover - a developer's regeneration aid
-    from racksmith.maas import options as maas_options
-    from racksmith.redfish import options as redfish_options
-
-    for name, fragments in (
-        ("racksmith_redfish", redfish_options.FRAGMENTS),
-        ("racksmith_maas", maas_options.FRAGMENTS),
-    ):
-        for attribute, opts in fragments.items():
-            print(f"# {name}.{attribute}")
-            print(doc_fragment(opts))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
+def print_fragments(name: str, fragments: dict[str, Sequence[Option]]) -> None:
+    """Print a service's doc fragments (what ``plugins/doc_fragments/<name>.py`` holds); each
+    service's options module calls it under ``python -m``, so this core module imports none."""
+    for attribute, opts in fragments.items():
+        print(f"# {name}.{attribute}")
+        print(doc_fragment(opts))

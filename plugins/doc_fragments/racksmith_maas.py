@@ -1,5 +1,5 @@
 # racksmith: options every maas_* module shares.
-# GENERATED from racksmith/maas/options.py (python -m racksmith.optionspec); do not edit by
+# GENERATED from racksmith/maas/options.py (python -m racksmith.maas.options); do not edit by
 # hand: tests/unit/maas/test_maas_options.py fails when this text and the options differ.
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # racksmith: options every redfish_* module shares.
-# GENERATED from racksmith/redfish/options.py (python -m racksmith.optionspec); do not edit by
+# GENERATED from racksmith/redfish/options.py (python -m racksmith.redfish.options); do not edit by
 # hand: tests/unit/redfish/test_redfish_options.py fails when this text and the options differ.
 from __future__ import annotations
 
@@ -100,6 +100,7 @@ options:
     - lenovo
     - hpe
     - nvidia-dgx
+    - nvidia-openbmc
     - generic
   system:
     description: 'The ComputerSystem that power and boot act on, by C(@odata.id) or

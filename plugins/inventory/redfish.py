@@ -126,11 +126,13 @@ options:
     default: 2
   pxe_rules:
     description:
-      - How to pick the PXE NIC, tried in order; C(redfish_pxe_rule) says which matched.
-      - C(id:<NIC id>), C(slot:<n>), C(prefix:<id prefix>), C(link:up), C(first).
+    - How to pick the PXE NIC, tried in order; C(redfish_pxe_rule) says which matched.
+    - 'Rule kinds: C(id:<NIC id>), C(slot:<n>), C(prefix:<id prefix>), C(link:up), C(boot:pxe),
+      C(first).'
+    - 'Unset: each host''s vendor profile rules (docs/redfish.md, "Vendor profiles"); a list given,
+      Dell''s included, is used as given for every host.'
     type: list
     elements: str
-    default: ["id:NIC.Integrated.1-1-1", "id:NIC.Embedded.1-1-1", "link:up"]
   vendor:
     description:
       - 'Vendor profile: what is read from where and how actions are written (boot-once
@@ -139,13 +141,13 @@ options:
         profile to override that for every BMC (docs/redfish.md, "Vendor profiles").
     type: str
     default: auto
-    choices: [auto, dell, supermicro, lenovo, hpe, nvidia-dgx, generic]
+    choices: [auto, dell, supermicro, lenovo, hpe, nvidia-dgx, nvidia-openbmc, generic]
   extras:
     description: Extra facts to collect (more requests per BMC).
     type: list
     elements: str
     default: []
-    choices: [firmware, infiniband, memory, pcie]
+    choices: [bios, firmware, infiniband, memory, pcie]
   progress_interval:
     description:
       - Seconds between two progress lines on stderr while BMCs are read (BMCs answered,
@@ -320,7 +322,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 ),
                 concurrency=int(self.get_option("concurrency")),
                 deadline=float(self.get_option("deadline")),
-                pxe_rules=tuple(self.get_option("pxe_rules")),
+                pxe_rules=tuple(rules) if (rules := self.get_option("pxe_rules")) else None,
                 extras=frozenset(self.get_option("extras") or ()),
                 vendor=self.get_option("vendor"),
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from racksmith.maas import client
-from racksmith.optionspec import Option, positive_int, seconds
+from racksmith.optionspec import Option, positive_int, print_fragments, seconds
 
 MAAS_URL = Option(
     "maas_url",
@@ -127,3 +127,7 @@ def client_for(creds: Any, verify: bool | str, settings: Any) -> client.MaasClie
         deadline=get("deadline") or DEADLINE.default,
         max_answer_bytes=get("max_answer_bytes") or MAX_ANSWER_BYTES.default,
     )
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates plugins/doc_fragments/racksmith_maas.py
+    print_fragments("racksmith_maas", FRAGMENTS)

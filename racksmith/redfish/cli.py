@@ -27,7 +27,7 @@ from typing import Any
 from racksmith import credentials
 from racksmith.errors import UsageError
 from racksmith.optionspec import add_arguments, seconds
-from racksmith.redfish import actions, options, parse, targets
+from racksmith.redfish import actions, options, targets
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.discover import BmcResult, DiscoveryOptions, DiscoveryProgress, discover
 from racksmith.redfish.errors import RedfishError
@@ -158,7 +158,7 @@ def _discover(args: argparse.Namespace) -> int:
             client=client_options,
             concurrency=args.concurrency,
             deadline=args.deadline,
-            pxe_rules=tuple(args.pxe_rules or parse.DEFAULT_PXE_RULES),
+            pxe_rules=tuple(args.pxe_rules) if args.pxe_rules else None,
             extras=frozenset(args.extras or ()),
             vendor=args.vendor,
         )

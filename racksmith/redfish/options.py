@@ -8,8 +8,9 @@ same defaults (a unit test compares them), and the CLI options are generated fro
 
 from __future__ import annotations
 
-from racksmith.optionspec import Option, count, positive_int, seconds
-from racksmith.redfish import credentials, parse, vendors
+from racksmith import credentials
+from racksmith.optionspec import Option, count, positive_int, print_fragments, seconds
+from racksmith.redfish import pxe, vendors
 from racksmith.redfish.discover import DEFAULT_CONCURRENCY, DEFAULT_DEADLINE, EXTRAS
 from racksmith.transport import DEFAULT_MAX_BYTES
 
@@ -43,14 +44,14 @@ USERNAME_ENV = Option(
     "username_env",
     "str",
     ("Environment variable holding the user name.",),
-    default=credentials.DEFAULT_USERNAME_ENV,
+    default=credentials.BMC_USERNAME_ENV,
     metavar="VAR",
 )
 PASSWORD_ENV = Option(
     "password_env",
     "str",
     ("Environment variable holding the password.",),
-    default=credentials.DEFAULT_PASSWORD_ENV,
+    default=credentials.BMC_PASSWORD_ENV,
     no_log=False,
     metavar="VAR",
 )
@@ -206,9 +207,10 @@ PXE_RULES = Option(
     "list",
     (
         "How to pick the PXE NIC, tried in order; C(redfish_pxe_rule) says which matched.",
-        "C(id:<NIC id>), C(slot:<n>), C(prefix:<id prefix>), C(link:up), C(first).",
+        "Rule kinds: " + ", ".join(f"C({kind})" for kind in pxe.RULE_KINDS) + ".",
+        'Unset: each host\'s vendor profile rules (docs/redfish.md, "Vendor profiles"); a list'
+        " given, Dell's included, is used as given for every host.",
     ),
-    default=list(parse.DEFAULT_PXE_RULES),
     elements="str",
     aliases=("--pxe-rule",),
     metavar="RULE",
@@ -231,3 +233,9 @@ CLI_CONNECTION = tuple(o for o in MODULE if o.cli)
 
 #: The doc fragment attributes of plugins/doc_fragments/racksmith_redfish.py.
 FRAGMENTS = {"DOCUMENTATION": MODULE}
+
+
+if (
+    __name__ == "__main__"
+):  # pragma: no cover - regenerates plugins/doc_fragments/racksmith_redfish.py
+    print_fragments("racksmith_redfish", FRAGMENTS)

@@ -24,7 +24,7 @@ _load = load_plugin
 def test_doc_fragment_is_the_generated_text():
     fragment = _load(REPO / "plugins" / "doc_fragments" / "racksmith_redfish.py")
     assert fragment.ModuleDocFragment.DOCUMENTATION == doc_fragment(options.MODULE), (
-        "regenerate plugins/doc_fragments/racksmith_redfish.py: python -m racksmith.optionspec"
+        "regenerate plugins/doc_fragments/racksmith_redfish.py: python -m racksmith.redfish.options"
     )
 
 
