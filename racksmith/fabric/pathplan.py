@@ -12,12 +12,17 @@ usually different links. So everything here is computed on traced paths:
 * **Usable links.** Tracing every source leaf to every destination finds the directed links
   no route uses at all (an SM may leave parallel links idle, updn aliases uplinks); no plan can
   load them, and they are listed as not covered (exit 1), with that reason.
-* **Lower bound.** A flow leaves a switch upwards at most once and enters it from above at
-  most once, and each HCA sends one flow and receives one per stage. For each switch, the
+* **Lower bound.** A flow leaves a switch upwards at most once and enters any switch at most
+  once, and each HCA sends one flow and receives one per stage. For each switch, the
   directed up-links it can use divided by the HCAs whose real paths leave it upwards, and the
-  down-links into it divided by the destinations reached through them (rounded up), bound the
-  stage count from below; the largest over all switches is the bound (at least 1).
-* **Stages (greedy).** Uncovered directed links are taken scarcest first (fewest
+  down-links into it divided by the destinations reached through them (rounded up); for each
+  destination, the links into one switch that only paths to that destination use; for each
+  source leaf, the links into one switch only its paths use, divided by its HCAs; for each
+  link direction, the links into (or out of) one switch that every path using them reaches
+  through it (it carries one flow per stage): each bounds the stage count from below, and the
+  largest is the bound (at least 1).
+* **Stages (greedy).** Uncovered directed links are taken busiest bottleneck first (those
+  behind a link direction that the bound above counts most for), then scarcest (fewest
   source-leaf/destination combinations whose paths use them); for each, a free destination and
   a free source on a leaf whose path uses it are paired if both paths are free in the stage;
   then the free HCAs left are paired where that loads something new. Repeated until every
@@ -45,6 +50,9 @@ from racksmith.fabric.routes import Router
 MAX_STAGES = 64
 #: (source leaf, destination) examples kept per directed link to look for pairs through it
 USERS_KEPT = 48
+#: feasible pairs weighed for each uncovered link direction (and from any one source leaf)
+CHOICES = 8
+CHOICES_PER_LEAF = 2
 
 GUARANTEES = [
     "every pair's path is traced through the switches' forwarding tables",
@@ -111,6 +119,7 @@ class _Paths:
     users: dict[int, list[tuple[str, str]]]  # directed link -> (source leaf, destination)
     usable: set[int]
     lower_bound: int
+    pressure: dict[int, int] = field(default_factory=dict)  # stages the link's bottleneck needs
 
     def path(self, a: str, b: str) -> tuple[int, ...]:
         sw = self.leaf[a]
@@ -152,6 +161,9 @@ def analyse(topo: Topology, tables: Tables, seed: int = 0) -> _Paths:
     down_dests: dict[str, set[str]] = defaultdict(set)
     links = topo.links
     side: dict[int, tuple[str, str, int]] = {}  # directed link -> (from, to, +1 up/-1 down/0)
+    only_dest: dict[int, str | None] = {}  # directed link -> its one destination (None: several)
+    only_leaf: dict[int, str | None] = {}  # directed link -> its one source leaf
+    before: dict[int, set[int]] = {}  # directed link -> links every path using it took first
     for d in dests:
         d_leaf = leaf[d]
         for sw in leaves:
@@ -163,6 +175,16 @@ def analyse(topo: Topology, tables: Tables, seed: int = 0) -> _Paths:
                 kept = users[e]
                 if len(kept) < USERS_KEPT:
                     kept.append((sw, d))
+                if only_dest.setdefault(e, d) != d:
+                    only_dest[e] = None
+                if only_leaf.setdefault(e, sw) != sw:
+                    only_leaf[e] = None
+            for i, e in enumerate(tail):
+                prior = before.get(e)
+                if prior is None:
+                    before[e] = set(tail[:i])
+                elif prior:
+                    prior.intersection_update(tail[:i])
                 how = side.get(e)
                 if how is None:
                     link = links[e // 2]
@@ -187,7 +209,34 @@ def analyse(topo: Topology, tables: Tables, seed: int = 0) -> _Paths:
         bound = max(bound, math.ceil(len(edges) / max(1, senders)))
     for sw, edges in down_edges.items():
         bound = max(bound, math.ceil(len(edges) / max(1, len(down_dests[sw]))))
-    return _Paths(router, hcas, leaf, dict(on_leaf), leafpath, users, usable, bound)
+    # one destination receives one flow per stage, and a flow enters a switch once: the links
+    # into a switch that only paths to ``d`` use need that many stages; alike for a source leaf
+    # (its HCAs send one flow each per stage)
+    into: dict[tuple[str, str], int] = defaultdict(int)
+    for e, d in only_dest.items():
+        if d is not None:
+            into[(d, side[e][1])] += 1
+    bound = max(bound, max(into.values(), default=1))
+    into.clear()
+    for e, sw in only_leaf.items():
+        if sw is not None:
+            into[(sw, side[e][1])] += 1
+    for (sw, _), n in into.items():
+        bound = max(bound, math.ceil(n / len(on_leaf[sw])))
+    # a link direction carries one flow per stage: the links into one switch that only flows
+    # through it can reach need one stage each
+    behind: dict[tuple[int, str, int], int] = defaultdict(int)
+    for e, prior in before.items():
+        for f in prior:
+            behind[(f, side[e][1], 1)] += 1  # into one switch
+            behind[(f, side[e][0], 0)] += 1  # out of one switch: a path leaves it once too
+    bound = max(bound, max(behind.values(), default=1))
+    pressure = {
+        e: max(max(behind[(f, side[e][1], 1)], behind[(f, side[e][0], 0)]) for f in prior)
+        for e, prior in before.items()
+        if prior
+    }
+    return _Paths(router, hcas, leaf, dict(on_leaf), leafpath, users, usable, bound, pressure)
 
 
 def plan(
@@ -230,41 +279,65 @@ def _stage(paths: _Paths, covered: set[int], rng: random.Random) -> list[RoutedP
     used: set[int] = set()
     pairs: list[RoutedPair] = []
 
-    def attempt(a: str, d: str) -> bool:
+    def feasible(a: str, d: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         fwd = paths.path(a, d)
         if used.intersection(fwd):
-            return False
+            return None
         back = paths.path(d, a)
         if used.intersection(back) or set(fwd).intersection(back):
-            return False
+            return None
+        return fwd, back
+
+    def take(a: str, d: str, fwd: tuple[int, ...], back: tuple[int, ...]) -> None:
         used.update(fwd)
         used.update(back)
         free.discard(a)
         free.discard(d)
         pairs.append(RoutedPair(a, d, fwd, back))
-        return True
+
+    def attempt(a: str, d: str) -> bool:
+        found = feasible(a, d)
+        if found is not None:
+            take(a, d, *found)
+        return found is not None
 
     todo = [e for e in paths.users if e not in covered]
     rng.shuffle(todo)
-    todo.sort(key=lambda e: len(paths.users[e]))  # scarcest first
+    # behind the busiest bottleneck first (each stage must give it one of its links), then
+    # the scarcest
+    todo.sort(key=lambda e: (-paths.pressure.get(e, 0), len(paths.users[e])))
     for e in todo:
         if e in used:
             continue
+        # a few feasible pairs through ``e``; the one that loads the most new directions wins
         options = paths.users[e]
         first = rng.randrange(len(options))
-        done = False
+        best: tuple[int, str, str, tuple[int, ...], tuple[int, ...]] | None = None
+        tried = 0
         for sw, d in options[first:] + options[:first]:
             if d not in free:
                 continue
             sources = paths.on_leaf[sw]
             start = rng.randrange(len(sources))
+            hits = 0
             for k in range(len(sources)):
                 a = sources[(start + k) % len(sources)]
-                if a in free and a != d and attempt(a, d):
-                    done = True
+                if a not in free or a == d:
+                    continue
+                found = feasible(a, d)
+                if found is None:
+                    continue
+                gain = len(set(found[0] + found[1]) - covered)
+                if best is None or gain > best[0]:
+                    best = (gain, a, d, *found)
+                hits += 1
+                if hits == CHOICES_PER_LEAF:
                     break
-            if done:
+            tried += hits
+            if tried >= CHOICES:
                 break
+        if best is not None:
+            take(best[1], best[2], best[3], best[4])
     # the HCAs left: pair where it loads something not yet loaded (their cables at least)
     left = sorted(free)
     rng.shuffle(left)

@@ -168,3 +168,25 @@ def test_missing_credentials_is_a_usage_error(monkeypatch, tmp_path, capsys, fix
         ]
     )
     assert rc == 2 and "UFM_USERNAME" in capsys.readouterr().err
+
+
+def test_recorded_ports_answer_is_read_and_the_simulator_answers_alike(sim, fixture_path):
+    # GET /ufmRest/resources/ports as a real UFM answered it (fixtures/fabric/README.md)
+    recorded = json.loads(fixture_path("recorded/ufm-resources-ports.json").read_text())
+
+    class Recorded:
+        def ports(self):
+            return recorded
+
+    assert isolate._port_index(Recorded()) == {
+        ("SLG01-02", 1): "1c34da0300728606_1",
+        ("luna-0218", 1): "0c42a10300280000_1",
+    }
+    ours = next(iter(sim.ports.values()))
+    for real in recorded:
+        missing = {k for k in ("name", "guid", "system_name", "number", "peer", "path")
+                   if k not in ours}  # fmt: skip
+        assert not missing
+        assert set(ours) <= set(real) | {"capabilities"}  # no field a real UFM lacks
+        assert real["physical_state"] == "Link Up" == ours["physical_state"]
+        assert ours["path"].startswith("default / ") and " / NA / " in ours["path"]
