@@ -32,6 +32,7 @@ text-align:left;vertical-align:top}th{background:#f3f3f3;position:sticky;top:0}
 #hosts th[aria-sort=descending]::after{content:" \\25BC"}
 td.ok,td.changed{color:#2a7}td.FAILED,td.failed,td.unreachable{color:#c22;font-weight:600}
 td.skipped,td.dash{color:#aaa}td.new{color:#b60;font-weight:600}
+#hosts td:nth-child(-n+4){white-space:nowrap}
 .r-GOLDEN{color:#1a6;font-weight:600}.r-bad{color:#c22;font-weight:600}
 .reason{color:#555;font-size:.9em;max-width:60em}.skip{border-bottom:1px dotted #888}
 .filters{margin:.6em 0;display:flex;gap:1em;align-items:center;flex-wrap:wrap}

@@ -126,6 +126,7 @@ def generate(run_dir: Path, hosts: int, *, seed: int = 7, fail_rate: float = 0.1
             "failure_reason": None,
             "health_verdict": None,
             "health_reasons": [],
+            "location": f"DC1-R{i // 10 + 1:02d}-U{(i % 10) * 4 + 3:02d}",
             "facts": {
                 "service_tag": name.upper(),
                 "model": "PowerEdge XE9680",
