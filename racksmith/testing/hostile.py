@@ -324,3 +324,48 @@ class HostileServer:
             {"error": {"message": f"rejected request: {echoed}", "code": "Base.1.0.Error"}}
         ).encode()
         self._answer(conn, self.status, "Echo", "application/json", body)
+
+
+# -- the compromised BMC of issue 22: links to another origin ---------------------------------
+
+SESSIONS = "/redfish/v1/SessionService/Sessions"
+SYSTEMS = "/redfish/v1/Systems"
+
+#: form -> a link a hostile BMC hands out; ``{c}`` is the collector's port, ``{b}`` the BMC's.
+LINK_FORMS = {
+    "absolute": "http://127.0.0.1:{c}/redfish/v1/Systems/1",
+    "scheme_relative": "//127.0.0.1:{c}/redfish/v1/Systems/1",
+    "at_host": "@127.0.0.1:{c}/redfish/v1/Systems/1",
+    "userinfo": "http://root:x@127.0.0.1:{c}/redfish/v1/Systems/1",
+    "other_scheme_same_port": "https://127.0.0.1:{b}/redfish/v1/Systems/1",
+    "relative": "redfish/v1/Systems/1",
+    "backslash": "/\\\\127.0.0.1:{c}/redfish/v1/Systems/1",
+}
+#: where a link sits: a collection member, the collection's nextLink, the session Location
+LINK_PLACES = ("member", "next_link", "location")
+
+
+def session_route(location: str = SESSIONS + "/1", token: str = "hostile-token") -> Route:  # noqa: S107
+    """A session POST that succeeds, with ``location`` as the session's Location."""
+    return Route(201, {"@odata.id": SESSIONS + "/1"}, {"X-Auth-Token": token, "Location": location})
+
+
+def link_routes(place: str, link: str, *, basic_fallback: bool = False) -> dict[str, Route]:
+    """A small Redfish service that hands out ``link`` at ``place`` (one of LINK_PLACES);
+    ``basic_fallback``: the session POST answers 405, so the client falls back to Basic auth
+    and every request carries the password."""
+    if place not in LINK_PLACES:
+        raise ValueError(f"unknown place {place!r}; choose from {', '.join(LINK_PLACES)}")
+    routes = {
+        SESSIONS: Route(405) if basic_fallback else session_route(),
+        SESSIONS + "/1": Route(204),
+        SYSTEMS: Route(body={"Members": [{"@odata.id": SYSTEMS + "/1"}]}),
+        SYSTEMS + "/1": Route(body={"@odata.id": SYSTEMS + "/1", "Id": "1"}),
+    }
+    if place == "member":
+        routes[SYSTEMS] = Route(body={"Members": [{"@odata.id": link}]})
+    elif place == "next_link":
+        routes[SYSTEMS] = Route(body={"Members": [], "Members@odata.nextLink": link})
+    elif not basic_fallback:
+        routes[SESSIONS] = session_route(location=link)
+    return routes

@@ -31,10 +31,15 @@ from racksmith.redfish.credentials import Credentials as BmcCredentials
 from racksmith.redfish.discover import DiscoveryOptions, discover_one
 from racksmith.redfish.targets import Target
 from racksmith.secrets import SecretError, read_credentials_file
-from racksmith.testing.hostile import MODES, HostileServer, Route
-
-SESSIONS = "/redfish/v1/SessionService/Sessions"
-SYSTEMS = "/redfish/v1/Systems"
+from racksmith.testing.hostile import (
+    LINK_FORMS,
+    MODES,
+    SESSIONS,
+    SYSTEMS,
+    HostileServer,
+    Route,
+    link_routes,
+)
 
 
 def _unsafe_files(where: Path) -> dict[str, Path]:
@@ -85,41 +90,30 @@ def bench_credentials_files() -> None:
             print(f"{kind:<23} {took:>9.2f} ms  {verdict}")
 
 
-#: link form -> the link; {c} is the collector's port
+#: link forms measured: (place, form of racksmith.testing.hostile.LINK_FORMS)
 LINKS = {
-    "absolute @odata.id": ("member", "http://127.0.0.1:{c}/redfish/v1/Systems/1"),
-    "//host @odata.id": ("member", "//127.0.0.1:{c}/redfish/v1/Systems/1"),
-    "@host @odata.id": ("member", "@127.0.0.1:{c}/redfish/v1/Systems/1"),
-    "absolute nextLink": ("next_link", "http://127.0.0.1:{c}/redfish/v1/Systems?p=2"),
-    "absolute Location": ("location", "http://127.0.0.1:{c}/redfish/v1/Sessions/1"),
+    "absolute @odata.id": ("member", "absolute"),
+    "//host @odata.id": ("member", "scheme_relative"),
+    "@host @odata.id": ("member", "at_host"),
+    "absolute nextLink": ("next_link", "absolute"),
+    "absolute Location": ("location", "absolute"),
 }
 
 
 def bench_origins(creds: BmcCredentials) -> None:
     print("\nhostile link            requests to the collector  secret seen there  BMC error")
-    for form, (place, template) in LINKS.items():
+    for name, (place, form) in LINKS.items():
         with HostileServer("echo", status=200) as collector:
-            link = template.format(c=collector.port)
-            session = Route(201, {"@odata.id": SESSIONS + "/1"}, {"X-Auth-Token": "bench-token"})
-            session.headers["Location"] = link if place == "location" else SESSIONS + "/1"
-            members = {"Members": [{"@odata.id": link if place == "member" else SYSTEMS + "/1"}]}
-            if place == "next_link":
-                members = {"Members": [], "Members@odata.nextLink": link}
-            routes = {
-                SESSIONS: session,
-                SESSIONS + "/1": Route(204),
-                SYSTEMS: Route(body=members),
-                SYSTEMS + "/1": Route(body={"Id": "1"}),
-            }
-            with HostileServer("routes", routes=routes) as bmc:
+            link = LINK_FORMS[form].format(c=collector.port, b=0)
+            with HostileServer("routes", routes=link_routes(place, link)) as bmc:
                 options = DiscoveryOptions(
                     client=ClientOptions(scheme="http", retries=0), deadline=5.0
                 )
                 result = discover_one(Target("127.0.0.1", bmc.port), creds, options)
             wire = json.dumps([s.headers for s in collector.seen])
-            stolen = "bench-token" in wire or "Basic" in wire
+            stolen = "hostile-token" in wire or "Basic" in wire
             kind = result.error.kind.value if result.error else "ok"
-            print(f"{form:<23} {len(collector.seen):>25}  {'YES' if stolen else 'no':<17}  {kind}")
+            print(f"{name:<23} {len(collector.seen):>25}  {'YES' if stolen else 'no':<17}  {kind}")
 
 
 def bench_logout(creds: BmcCredentials, deadline: float) -> None:

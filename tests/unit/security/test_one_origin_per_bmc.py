@@ -39,50 +39,27 @@ from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.discover import discover_one
 from racksmith.redfish.targets import Target
 from racksmith.secrets import redact
-from racksmith.testing.hostile import HostileServer, Route
+from racksmith.testing.hostile import (
+    LINK_FORMS,
+    LINK_PLACES,
+    SESSIONS,
+    SYSTEMS,
+    HostileServer,
+    Route,
+    link_routes,
+    session_route,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 PASSWORD = "origin-pw-Zq81"
 TOKEN = "origin-token-5521"
-SESSIONS = "/redfish/v1/SessionService/Sessions"
-SYSTEMS = "/redfish/v1/Systems"
-
-#: form -> the link a hostile BMC hands out; {c} is the collector's port, {b} the BMC's.
-LINKS = {
-    "absolute": "http://127.0.0.1:{c}/redfish/v1/Systems/1",
-    "scheme_relative": "//127.0.0.1:{c}/redfish/v1/Systems/1",
-    "at_host": "@127.0.0.1:{c}/redfish/v1/Systems/1",
-    "userinfo": "http://root:x@127.0.0.1:{c}/redfish/v1/Systems/1",
-    "other_scheme_same_port": "https://127.0.0.1:{b}/redfish/v1/Systems/1",
-    "relative": "redfish/v1/Systems/1",
-    "backslash": "/\\\\127.0.0.1:{c}/redfish/v1/Systems/1",
-}
-#: where the link sits: a collection member, the collection's nextLink, the session Location
-PLACES = ("member", "next_link", "location")
-
-
-def _session_route(location: str = SESSIONS + "/1", status: int = 201) -> Route:
-    return Route(
-        status,
-        {"@odata.id": SESSIONS + "/1"},
-        {"X-Auth-Token": TOKEN, "Location": location},
-    )
 
 
 def scripted_bmc(hostile, place: str, link: str, *, basic_fallback: bool = False, **kw):
-    """A BMC that hands out ``link`` at ``place``; everything else is a plain, small service."""
-    routes = {
-        SESSIONS: Route(405) if basic_fallback else _session_route(),
-        SESSIONS + "/1": Route(204),
-        SYSTEMS: Route(body={"Members": [{"@odata.id": SYSTEMS + "/1"}]}),
-        SYSTEMS + "/1": Route(body={"@odata.id": SYSTEMS + "/1", "Id": "1"}),
-    }
-    if place == "member":
-        routes[SYSTEMS] = Route(body={"Members": [{"@odata.id": link}]})
-    elif place == "next_link":
-        routes[SYSTEMS] = Route(body={"Members": [], "Members@odata.nextLink": link})
-    else:
-        routes[SESSIONS] = _session_route(location=link)
+    """A BMC that hands out ``link`` at ``place`` (racksmith.testing.hostile.link_routes)."""
+    routes = link_routes(place, link, basic_fallback=basic_fallback)
+    if SESSIONS in routes and routes[SESSIONS].status == 201:
+        routes[SESSIONS].headers["X-Auth-Token"] = TOKEN
     return hostile("routes", routes=routes, **kw)
 
 
@@ -93,7 +70,7 @@ def collector(hostile) -> HostileServer:
 
 
 def _link(form: str, bmc: HostileServer, collector: HostileServer) -> str:
-    return LINKS[form].format(c=collector.port, b=bmc.port)
+    return LINK_FORMS[form].format(c=collector.port, b=bmc.port)
 
 
 def _bmc_with(hostile, collector, place, form, **kw):
@@ -119,8 +96,8 @@ def _nothing_reached(collector: HostileServer, bmc: HostileServer) -> None:
         assert "@" not in seen.path and not seen.path.startswith("//"), seen.path
 
 
-@pytest.mark.parametrize("form", LINKS)
-@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("form", LINK_FORMS)
+@pytest.mark.parametrize("place", LINK_PLACES)
 def test_discovery_refuses_a_link_off_the_bmc(form, place, hostile, collector):
     bmc, link = _bmc_with(hostile, collector, place, form)
     result = discover_one(
@@ -145,7 +122,7 @@ def test_basic_auth_after_a_405_goes_nowhere_else(form, hostile, collector):
     assert result.error is not None and _names(str(result.error), link)
 
 
-@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("place", LINK_PLACES)
 @pytest.mark.parametrize("form", ["absolute", "at_host"])
 def test_cli_discover_refuses_the_link(form, place, hostile, collector, monkeypatch, capsys):
     bmc, link = _bmc_with(hostile, collector, place, form)
@@ -159,7 +136,7 @@ def test_cli_discover_refuses_the_link(form, place, hostile, collector, monkeypa
     assert _names(record["error"], link) and record["error_kind"] == "malformed"
 
 
-@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("place", LINK_PLACES)
 @pytest.mark.parametrize("form", ["absolute", "scheme_relative", "at_host"])
 def test_module_action_refuses_the_link(form, place, hostile, collector, monkeypatch):
     """The modules build their client with client_from_params; an action reads the systems
@@ -233,7 +210,7 @@ def tls_bmc_context(tmp_path):
     return context, str(cert_file)
 
 
-@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("place", LINK_PLACES)
 def test_http_link_on_an_https_bmc_is_refused(place, hostile, collector, tls_bmc_context):
     """A certificate-checked https BMC hands out an ``http:`` link: the token or the password
     would travel in clear to whoever listens there."""
@@ -253,7 +230,7 @@ def test_http_link_on_an_https_bmc_is_refused(place, hostile, collector, tls_bmc
     assert [s.method for s in bmc.seen][:1] == ["POST"]  # the TLS BMC itself was reached
 
 
-@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("place", LINK_PLACES)
 def test_inventory_plugin_refuses_the_link(place, hostile, collector, tmp_path):
     bmc, link = _bmc_with(hostile, collector, place, "at_host")
     private = tmp_path / "private"
@@ -301,7 +278,7 @@ def test_a_same_origin_absolute_link_is_followed_on_the_bmc(hostile, collector):
     bmc = scripted_bmc(hostile, "member", "PENDING")
     own = f"http://127.0.0.1:{bmc.port}{SYSTEMS}/1"
     bmc.routes[SYSTEMS] = Route(body={"Members": [{"@odata.id": own}]})
-    bmc.routes[SESSIONS] = _session_route(location=f"http://127.0.0.1:{bmc.port}{SESSIONS}/1")
+    bmc.routes[SESSIONS] = session_route(location=f"http://127.0.0.1:{bmc.port}{SESSIONS}/1")
     from racksmith.redfish.client import RedfishClient
 
     creds = Credentials("root", PASSWORD)
@@ -316,7 +293,7 @@ def test_logout_ends_within_the_deadline(hostile, caplog):
     """A BMC that trickles its answers and its DELETE: the run ends at the deadline, and the log
     says the logout was cut or abandoned (before: a 5 s deadline held the run 8.3 s)."""
     routes = {
-        SESSIONS: _session_route(),
+        SESSIONS: session_route(),
         SESSIONS + "/1": Route(200, b'{"Deleted": "' + b"x" * 200 + b'"}', trickle=True),
         SYSTEMS: Route(body=b'{"Members": []' + b" " * 400 + b"}", trickle=True),
     }
