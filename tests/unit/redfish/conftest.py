@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,12 @@ import pytest
 from racksmith.lab import creds as lab_creds
 from racksmith.lab.bmc.behaviour import Faults, Settings
 from racksmith.lab.bmc.server import BmcFarm, create_farm, lab_tls_context
-from racksmith.lab.bmc.tree import CAPTURE
+from racksmith.lab.bmc.tree import CAPTURE, DATA_DIR, SushyStaticUpstream
 from racksmith.lab.paths import LabPaths
 from racksmith.lab.spec import Server
-from racksmith.redfish.client import ClientOptions
+from racksmith.redfish.client import ClientOptions, RedfishClient
 from racksmith.redfish.credentials import Credentials
+from racksmith.redfish.discover import DiscoveryOptions, HostOutcome, collect_all
 from racksmith.redfish.targets import Target
 from racksmith.secrets import read_env_file
 
@@ -146,3 +148,27 @@ def rack(lab_dir: Path, tls_context) -> Iterator[Callable[..., Rack]]:
     yield make
     for farm in started:
         farm.stop()
+
+
+@cache
+def _discover_capture(
+    capture: str, extras: frozenset[str] = frozenset()
+) -> tuple[tuple[HostOutcome, ...], int]:
+    """Every host of one vendor capture (``racksmith/lab/data/redfish/<capture>``), served
+    unchanged by sushy-static and read by the real client with default settings (plus
+    ``extras``); also the number of requests it took. Cached: the captures never change."""
+    upstream = SushyStaticUpstream(DATA_DIR / capture / "redfish" / "v1")
+    try:
+        options = ClientOptions(scheme="http", read_timeout=10)
+        target = Target("127.0.0.1", upstream.port)
+        with RedfishClient(target, Credentials("root", "unused-by-sushy-static"), options) as c:
+            outcomes = collect_all(c, DiscoveryOptions(client=options, extras=extras))
+            return tuple(outcomes), c.stats.requests
+    finally:
+        upstream.close()
+
+
+@pytest.fixture(scope="session")
+def discover_capture() -> Callable[..., tuple[tuple[HostOutcome, ...], int]]:
+    """``discover_capture(name, extras=frozenset())`` -> (outcomes, requests)."""
+    return _discover_capture

@@ -11,38 +11,28 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import cache
 from pathlib import Path
 
 import pytest
 import sushy_tools
 
-from racksmith.lab.bmc.tree import DATA_DIR, SushyStaticUpstream
 from racksmith.redfish import baseline as bl
 from racksmith.redfish import parse
-from racksmith.redfish.client import ClientOptions, RedfishClient
-from racksmith.redfish.credentials import Credentials
-from racksmith.redfish.discover import BmcResult, DiscoveryOptions, collect_all
-from racksmith.redfish.targets import Target
+from racksmith.redfish.discover import BmcResult
 
 EXTRAS = frozenset({"firmware", "bios"})
 
 
-@cache
-def _result(capture: str) -> dict:
-    upstream = SushyStaticUpstream(DATA_DIR / capture / "redfish" / "v1")
-    try:
-        options = ClientOptions(scheme="http", read_timeout=10)
-        target = Target("127.0.0.1", upstream.port)
-        with RedfishClient(target, Credentials("u", "p"), options) as c:
-            (outcome,) = collect_all(c, DiscoveryOptions(client=options, extras=EXTRAS))
-        return BmcResult(capture, outcome.facts, outcome.error).as_dict()
-    finally:
-        upstream.close()
+@pytest.fixture
+def result(discover_capture):
+    """``result(capture)``: a real capture's discovery result (``BmcResult.as_dict()``), a copy
+    the test may edit."""
 
+    def get(capture: str) -> dict:
+        (outcome,), _ = discover_capture(capture, EXTRAS)
+        return copy.deepcopy(BmcResult(capture, outcome.facts, outcome.error).as_dict())
 
-def result(capture: str) -> dict:
-    return copy.deepcopy(_result(capture))
+    return get
 
 
 def _set_version(res: dict, component: str, version: str, role: str = "active") -> None:
@@ -65,14 +55,14 @@ def baseline(*types: dict, **top) -> bl.Baseline:
     return bl.parse_baseline({"host_types": list(types), **top}, "test-baseline")
 
 
-def _nvswitch_version() -> str:
+def _nvswitch_version(result) -> str:
     (item,) = [f for f in result("nvidia-dgx-h100")["firmware"] if f["id"] == "HGX_FW_NVSwitch_0"]
     return item["version"]
 
 
-def test_captured_dgx_is_compliant_with_its_own_versions():
+def test_captured_dgx_is_compliant_with_its_own_versions(result):
     dgx = dict(
-        DGX, firmware=[DGX["firmware"][0], {**DGX["firmware"][1], "target": _nvswitch_version()}]
+        DGX, firmware=[DGX["firmware"][0], {**DGX["firmware"][1], "target": _nvswitch_version(result)}]
     )
     (verdict,) = bl.evaluate([result("nvidia-dgx-h100")], baseline(dgx))
     assert verdict.status == bl.COMPLIANT and not verdict.quarantined, verdict
@@ -80,7 +70,7 @@ def test_captured_dgx_is_compliant_with_its_own_versions():
     assert {f"HGX_FW_GPU_SXM_{n}" for n in range(1, 9)} <= names and "VTdSupport" in names
 
 
-def test_older_vbios_drifts_and_quarantines_with_the_components_named():
+def test_older_vbios_drifts_and_quarantines_with_the_components_named(result):
     host = result("nvidia-dgx-h100")
     _set_version(host, "HGX_FW_GPU_SXM_3", "96.00.61.00.01")  # Supermicro's captured VBIOS
     dgx = dict(DGX, firmware=[DGX["firmware"][0]])
@@ -99,7 +89,7 @@ def test_older_vbios_drifts_and_quarantines_with_the_components_named():
     assert "warning: drift in HGX_FW_GPU_SXM_3" in warned.reasons
 
 
-def test_newer_than_target_is_a_downgrade_unless_allowed():
+def test_newer_than_target_is_a_downgrade_unless_allowed(result):
     dgx = dict(
         DGX, bios={}, firmware=[{"component": "HGX_FW_GPU_SXM_*", "target": "96.00.61.00.01"}]
     )
@@ -110,7 +100,7 @@ def test_newer_than_target_is_a_downgrade_unless_allowed():
     assert bl.evaluate([result("nvidia-dgx-h100")], baseline(dgx))[0].status == bl.COMPLIANT
 
 
-def test_between_minimum_and_target_is_compliant_with_an_upgrade_advised():
+def test_between_minimum_and_target_is_compliant_with_an_upgrade_advised(result):
     rule = {
         "component": "HGX_FW_GPU_SXM_1",
         "minimum": "96.00.61.00.01",
@@ -123,7 +113,7 @@ def test_between_minimum_and_target_is_compliant_with_an_upgrade_advised():
     assert verdict.findings[0].action == "upgrade"
 
 
-def test_a_staged_target_is_pending():
+def test_a_staged_target_is_pending(result):
     host = result("supermicro-hgx-h100")
     _set_version(host, "BMC", "01.00.26")  # the captured Golden_BMC version, as if running
     smc = {
@@ -137,7 +127,7 @@ def test_a_staged_target_is_pending():
     assert (finding.pending, finding.activation) == ("11.01.01", "bmc-reset")
 
 
-def test_fleet_rule_names_the_host_off_the_fleet_version():
+def test_fleet_rule_names_the_host_off_the_fleet_version(result):
     hosts = [result("nvidia-dgx-h100") for _ in range(3)]
     for i, host in enumerate(hosts):
         host["service_tag"] = f"DGX-{i}"
@@ -158,7 +148,7 @@ def test_fleet_rule_names_the_host_off_the_fleet_version():
     assert {v.status for v in off} == {bl.COMPLIANT}
 
 
-def test_unreadable_inventory_is_unknown_never_compliant():
+def test_unreadable_inventory_is_unknown_never_compliant(result):
     intel = result("intel-s2600bpb")  # no UpdateService/FirmwareInventory in the capture
     assert "unreadable" in intel["firmware_error"]
     rule = {"component": "BIOS", "target": "x"}
@@ -174,7 +164,7 @@ def test_unreadable_inventory_is_unknown_never_compliant():
     assert bl.evaluate([result("nvidia-dgx-h100")], baseline(missing))[0].status == bl.UNKNOWN
 
 
-def test_bios_current_and_pending_values():
+def test_bios_current_and_pending_values(result):
     dell = result("dell-idrac9")
     assert dell["bios"]["settings_uri"].endswith("/Bios/Settings") and dell["bios"]["pending"] == {}
     assert dell["bios"]["current"]["SysProfile"] == "PerfOptimized"
@@ -204,7 +194,7 @@ def _registry() -> dict:
     return parse.registry_entries(json.loads(path.read_text()))
 
 
-def test_baseline_bios_attributes_validated_against_the_registry():
+def test_baseline_bios_attributes_validated_against_the_registry(result):
     registry = _registry()
     assert "ProcTurboMode" in registry
     problems = bl.registry_problems(
@@ -259,7 +249,7 @@ def test_baseline_mistakes_name_the_entry(doc, message):
         bl.parse_baseline(doc, "site.yml")
 
 
-def test_load_baseline_file_and_report(tmp_path):
+def test_load_baseline_file_and_report(tmp_path, result):
     path = tmp_path / "baseline.yml"
     path.write_text(
         "host_types:\n"

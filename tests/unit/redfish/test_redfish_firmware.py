@@ -16,7 +16,6 @@ from racksmith.redfish import firmware as fw
 from racksmith.redfish import parse
 from racksmith.redfish.client import ClientOptions, RedfishClient
 from racksmith.redfish.credentials import Credentials
-from racksmith.redfish.discover import DiscoveryOptions, collect_all
 from racksmith.redfish.targets import Target
 
 INVENTORY = "UpdateService/FirmwareInventory"
@@ -35,24 +34,14 @@ def _items(capture: str) -> list[fw.FirmwareItem]:
     return parse.firmware_inventory(_doc(capture, u) for u in _members(capture))
 
 
-def _discover(capture: str, extras: frozenset[str]) -> dict:
-    upstream = SushyStaticUpstream(DATA_DIR / capture / "redfish" / "v1")
-    try:
-        options = ClientOptions(scheme="http", read_timeout=10)
-        with RedfishClient(Target("127.0.0.1", upstream.port), Credentials("u", "p"), options) as c:
-            (outcome,) = collect_all(c, DiscoveryOptions(client=options, extras=extras))
-        assert outcome.error is None, outcome.error
-        return outcome.facts.public()
-    finally:
-        upstream.close()
-
-
 @pytest.mark.parametrize(
     ("capture", "members"),
     [("nvidia-dgx-h100", 66), ("supermicro-hgx-h100", 106), ("nvidia-gb200", 30)],
 )
-def test_every_inventory_member_appears_in_discovery(capture, members):
-    facts = _discover(capture, frozenset({"firmware"}))
+def test_every_inventory_member_appears_in_discovery(capture, members, discover_capture):
+    (outcome,), _ = discover_capture(capture, frozenset({"firmware"}))
+    assert outcome.error is None, outcome.error
+    facts = outcome.facts.public()
     assert len(_members(capture)) == members
     assert {f["uri"] for f in facts["firmware"]} == set(_members(capture))
     assert all(f["version"] or f["role"] != "active" for f in facts["firmware"] if f["hgx"])

@@ -9,17 +9,9 @@ never from the code under test.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 import pytest
-
-from racksmith.lab.bmc.tree import DATA_DIR, SushyStaticUpstream
-from racksmith.redfish.client import ClientOptions, RedfishClient
-from racksmith.redfish.credentials import Credentials
-from racksmith.redfish.discover import DiscoveryOptions, HostOutcome, collect_all
-from racksmith.redfish.targets import Target
 
 
 @dataclass(frozen=True)
@@ -146,29 +138,10 @@ SET1 = {
 }
 
 
-@cache
-def _discover(capture: str, extras: frozenset[str] = frozenset()) -> tuple[list[HostOutcome], int]:
-    upstream = SushyStaticUpstream(DATA_DIR / capture / "redfish" / "v1")
-    try:
-        options = ClientOptions(scheme="http", read_timeout=10)
-        target = Target("127.0.0.1", upstream.port)
-        with RedfishClient(target, Credentials("root", "unused-by-sushy-static"), options) as c:
-            outcomes = collect_all(c, DiscoveryOptions(client=options, extras=extras))
-            return outcomes, c.stats.requests
-    finally:
-        upstream.close()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _clear() -> Iterator[None]:
-    yield
-    _discover.cache_clear()
-
-
 @pytest.mark.parametrize("capture", sorted(TRUTH))
-def test_set2_capture_reads_as_the_ground_truth(capture):
+def test_set2_capture_reads_as_the_ground_truth(capture, discover_capture):
     truth = TRUTH[capture]
-    outcomes, _ = _discover(capture)
+    outcomes, _ = discover_capture(capture)
     assert len(outcomes) == 1, [o.system for o in outcomes]  # HGX_Baseboard_0 is no server
     (outcome,) = outcomes
     assert outcome.facts is not None
@@ -197,8 +170,8 @@ def test_set2_capture_reads_as_the_ground_truth(capture):
         assert outcome.error is None, outcome.error
 
 
-def test_hpe_baseboard_and_nvswitch_typed_gpu_are_not_counted():
-    (outcome,), _ = _discover("hpe-xl675d-a100")
+def test_hpe_baseboard_and_nvswitch_typed_gpu_are_not_counted(discover_capture):
+    (outcome,), _ = discover_capture("hpe-xl675d-a100")
     gpus = outcome.facts.gpus
     assert "Baseboard" not in {g.id for g in gpus} and "PCI-E Slot 9" not in {g.id for g in gpus}
     assert all(g.model_source == "Name" and g.firmware == "92.00.19.00.10" for g in gpus)
@@ -206,9 +179,9 @@ def test_hpe_baseboard_and_nvswitch_typed_gpu_are_not_counted():
     assert any("left out" in n for n in outcome.facts.notes)  # the two skipped devices said so
 
 
-def test_nvidia_openbmc_facts_say_where_they_came_from():
+def test_nvidia_openbmc_facts_say_where_they_came_from(discover_capture):
     for capture, chassis in (("nvidia-gh200", "BMC_0"), ("nvidia-gb200", "Chassis_0")):
-        (outcome,), _ = _discover(capture)
+        (outcome,), _ = discover_capture(capture)
         notes = " | ".join(outcome.facts.notes)
         assert f"/redfish/v1/Chassis/{chassis}" in notes
         assert "firmware inventory member UEFI" in notes and "boot options" in notes
@@ -217,9 +190,9 @@ def test_nvidia_openbmc_facts_say_where_they_came_from():
 
 
 @pytest.mark.parametrize("capture", sorted(SET1))
-def test_set1_captures_unchanged(capture):
+def test_set1_captures_unchanged(capture, discover_capture):
     manufacturer, model, serial, pxe, gpus = SET1[capture]
-    (outcome,), _ = _discover(capture)
+    (outcome,), _ = discover_capture(capture)
     f = outcome.facts.public()
     assert outcome.error is None
     assert (f["manufacturer"], f["model"], f["serial"], f["pxe_mac"], len(f["gpus"])) == (
