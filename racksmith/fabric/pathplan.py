@@ -120,6 +120,7 @@ class _Paths:
     usable: set[int]
     lower_bound: int
     pressure: dict[int, int] = field(default_factory=dict)  # stages the link's bottleneck needs
+    mirror: list[tuple[str, str]] = field(default_factory=list)
 
     def path(self, a: str, b: str) -> tuple[int, ...]:
         sw = self.leaf[a]
@@ -236,7 +237,50 @@ def analyse(topo: Topology, tables: Tables, seed: int = 0) -> _Paths:
         for e, prior in before.items()
         if prior
     }
-    return _Paths(router, hcas, leaf, dict(on_leaf), leafpath, users, usable, bound, pressure)
+    mirror = _mirror(topo, level, leaf)
+    return _Paths(
+        router, hcas, leaf, dict(on_leaf), leafpath, users, usable, bound, pressure, mirror
+    )
+
+
+def _mirror(topo: Topology, level: dict[str, int], leaf: dict[str, str]) -> list[tuple[str, str]]:
+    """HCAs in tree order (subtree below the top tier, leaf, leaf port), each paired with the
+    one half the list away: the same port of the mirror leaf in the mirror subtree. Fat-tree
+    routing sends a leaf port's destinations through "its" uplink at every level, so this
+    shift loads every link once; the planner only tries these pairs first and keeps those the
+    traced paths allow."""
+    top = max(level.values(), default=0)
+    parent = {g: g for g, lv in level.items() if 0 < lv < top}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for link in topo.links:
+        a, b = link.a.guid, link.b.guid
+        if a in parent and b in parent:
+            parent[find(a)] = find(b)
+    first: dict[str, str] = {}  # subtree -> the name that sorts first in it
+    for g in parent:
+        root = find(g)
+        if root not in first or topo.nodes[g].name < first[root]:
+            first[root] = topo.nodes[g].name
+    port: dict[str, int] = {}
+    for link in topo.links:
+        for here, there in ((link.a, link.b), (link.b, link.a)):
+            if leaf.get(there.guid) == here.guid:
+                port[there.guid] = here.port
+
+    def key(h: str) -> tuple[str, str, int]:
+        sw = leaf[h]
+        pod = first[find(sw)] if sw in parent else ""
+        return (pod, topo.nodes[sw].name, port.get(h, 0))
+
+    order = sorted(leaf, key=key)
+    half = len(order) // 2
+    return [(order[i], order[i + half]) for i in range(half)]
 
 
 def plan(
@@ -301,6 +345,10 @@ def _stage(paths: _Paths, covered: set[int], rng: random.Random) -> list[RoutedP
             take(a, d, *found)
         return found is not None
 
+    if not covered:  # first stage: the half-shift pairing fat-tree routing carries cleanly
+        for a, d in paths.mirror:
+            if a in free and d in free:
+                attempt(a, d)
     todo = [e for e in paths.users if e not in covered]
     rng.shuffle(todo)
     # behind the busiest bottleneck first (each stage must give it one of its links), then
