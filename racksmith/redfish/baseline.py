@@ -503,10 +503,15 @@ def evaluate(results: Iterable[Mapping[str, Any]], baseline: Baseline) -> list[H
                         findings += _firmware_findings(rule, result["firmware"])
             bios = result.get("bios")
             registry = bios.get("registry") if isinstance(bios, Mapping) else None
-            if host_type.bios and isinstance(registry, Mapping):
-                for name, problem in registry_problems(host_type.bios, registry).items():
+            wanted = dict(host_type.bios)
+            if wanted and isinstance(registry, Mapping):
+                # a value the BMC's own registry rejects cannot be judged (nor ever applied)
+                for name, problem in registry_problems(wanted, registry).items():
                     reasons.append(f"baseline BIOS attribute {name}: {problem}")
-            findings += _bios_findings(host_type.bios, bios if isinstance(bios, Mapping) else None)
+                    findings.append(
+                        Finding("bios", name, UNKNOWN, wanted=wanted.pop(name), reason=problem)
+                    )
+            findings += _bios_findings(wanted, bios if isinstance(bios, Mapping) else None)
             findings += fleet.get(host, [])
         status = max((f.status for f in findings), key=_SEVERITY.__getitem__, default=COMPLIANT)
         if reasons and _SEVERITY[status] < _SEVERITY[UNKNOWN]:

@@ -357,19 +357,33 @@ def _bios(
 
 
 def _registry(client: RedfishClient, registry_id: str, notes: list[str]) -> parse.Doc | None:
-    """The attribute registry named by the Bios resource, from ``/redfish/v1/Registries``."""
+    """The attribute registry the Bios resource names, through ``/redfish/v1/Registries``.
+
+    The registry *file* entry may carry another version than the registry it points at (Dell:
+    file ``BiosAttributeRegistry.v1_0_0`` serves ``BiosAttributeRegistry.v1_0_3``), so an entry
+    is taken by its exact name, else by the name's stem; the document it locates must then be
+    the registry named, or it is not used. Only that entry and that document are fetched."""
+    stem = registry_id.split(".", 1)[0]
     try:
-        for entry in client.get_collection(REGISTRIES):
-            if entry.get("Id") != registry_id and entry.get("Registry") != registry_id:
+        entries = parse.member_links(client.get(REGISTRIES))
+        names = {uri.rstrip("/").rsplit("/", 1)[-1]: uri for uri in entries}
+        chosen = names.get(registry_id) or next(
+            (u for n, u in names.items() if n.split(".", 1)[0] == stem), None
+        )
+        if chosen is None:
+            notes.append(f"attribute registry {registry_id} not published by the BMC")
+            return None
+        entry = client.get(chosen)
+        for location in entry.get("Location") or ():
+            target = location.get("Uri") if isinstance(location, dict) else None
+            if not isinstance(target, str):
                 continue
-            for location in entry.get("Location") or ():
-                target = location.get("Uri") if isinstance(location, dict) else None
-                if isinstance(target, str):
-                    return client.get(target)
-    except RedfishError as exc:
+            registry = client.get(target)
+            if registry.get("Id") == registry_id:
+                return registry
+            notes.append(f"{target} is registry {registry.get('Id')}, not {registry_id}")
+    except RedfishError as exc:  # ParseError included: a registry we cannot use is a note
         notes.append(f"attribute registry {registry_id} unreadable: {exc.kind.value}")
-        return None
-    notes.append(f"attribute registry {registry_id} not published by the BMC")
     return None
 
 

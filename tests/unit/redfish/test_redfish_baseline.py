@@ -61,9 +61,8 @@ def _nvswitch_version(result) -> str:
 
 
 def test_captured_dgx_is_compliant_with_its_own_versions(result):
-    dgx = dict(
-        DGX, firmware=[DGX["firmware"][0], {**DGX["firmware"][1], "target": _nvswitch_version(result)}]
-    )
+    nvswitch = {**DGX["firmware"][1], "target": _nvswitch_version(result)}
+    dgx = dict(DGX, firmware=[DGX["firmware"][0], nvswitch])
     (verdict,) = bl.evaluate([result("nvidia-dgx-h100")], baseline(dgx))
     assert verdict.status == bl.COMPLIANT and not verdict.quarantined, verdict
     names = {f.name for f in verdict.findings}
@@ -189,30 +188,46 @@ def test_pending_values_are_only_those_that_differ():
     assert parse.parse_bios(bios, {"Attributes": {"A": 1, "B": "y"}}).pending == {"B": "y"}
 
 
-def _registry() -> dict:
+def test_dell_registry_is_read_and_checks_the_baseline(result):
+    """The real iDRAC registry (682 attributes): its file entry is BiosAttributeRegistry.v1_0_0,
+    the registry it locates is the v1_0_3 the Bios resource names."""
+    dell = result("dell-idrac9")
+    registry = dell["bios"]["registry"]
+    assert dell["bios"]["registry_id"] == "BiosAttributeRegistry.v1_0_3" and len(registry) == 682
+    problems = bl.registry_problems(
+        {"SysProfile": "Turbo", "LogicalProc": "Disabled", "NoSuchAttr": 1}, registry
+    )
+    assert set(problems) == {"SysProfile", "NoSuchAttr"}
+    assert "PerfOptimized" in problems["SysProfile"]
+    bad = {"name": "r750", "match": {"vendor": "dell"}, "bios": {"SysProfile": "Turbo"}}
+    (verdict,) = bl.evaluate([dell], baseline(bad))
+    assert verdict.status == bl.UNKNOWN
+    assert verdict.reasons[0].startswith("baseline BIOS attribute SysProfile: 'Turbo' is not")
+    good = {"name": "r750", "match": {"vendor": "dell"}, "bios": {"LogicalProc": "Enabled"}}
+    assert bl.evaluate([dell], baseline(good))[0].status == bl.COMPLIANT
+
+
+def test_registry_bounds_and_read_only():
+    """sushy-tools' emulator registry (its bios_registry.json), for the types iDRAC's lacks."""
     path = Path(sushy_tools.__file__).parent / "emulator" / "templates" / "bios_registry.json"
-    return parse.registry_entries(json.loads(path.read_text()))
-
-
-def test_baseline_bios_attributes_validated_against_the_registry(result):
-    registry = _registry()
+    registry = parse.registry_entries(json.loads(path.read_text()))
     assert "ProcTurboMode" in registry
     problems = bl.registry_problems(
-        {"ProcTurboMode": "Enabled", "BootMode": "Sideways", "NoSuchAttr": 1}, registry
+        {
+            "ProcTurboMode": "Enabled",
+            "BootMode": "Sideways",
+            "NumCores": 12,  # read-only (bounds 10..20)
+            "QuietBoot": "yes",
+            "SecureBootStatus": "Enabled",  # read-only
+        },
+        registry,
     )
-    assert set(problems) == {"BootMode", "NoSuchAttr"}
-    assert (
-        "not one of" in problems["BootMode"]
-        and "not in the attribute registry" in problems["NoSuchAttr"]
-    )
-    host = result("dell-idrac9")
-    host["bios"]["registry"] = parse.BiosSettings("/b", {}, {}, None, (), None, registry).public()[
-        "registry"
-    ]
-    bad = {"name": "r750", "match": {"vendor": "dell"}, "bios": {"NoSuchAttr": 1}}
-    (verdict,) = bl.evaluate([host], baseline(bad))
-    assert verdict.status == bl.UNKNOWN
-    assert "baseline BIOS attribute NoSuchAttr: not in the attribute registry" in verdict.reasons
+    assert problems == {
+        "BootMode": "'Sideways' is not one of ['Bios', 'Uefi']",
+        "NumCores": "read-only in the attribute registry",
+        "QuietBoot": "'yes' is not true or false",
+        "SecureBootStatus": "read-only in the attribute registry",
+    }
 
 
 @pytest.mark.parametrize(
