@@ -46,27 +46,11 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from operator import attrgetter
 
+from racksmith.fabric.burnin import levels_of
 from racksmith.fabric.lft import Tables
 from racksmith.fabric.model import HCA, SWITCH, Topology
 
 ENGINES = ("ftree", "updn")
-
-
-def _levels(topo: Topology) -> dict[str, int]:
-    """HCAs 0; a switch's level is its hop distance to the nearest HCA."""
-    level: dict[str, int] = {}
-    queue: deque[str] = deque()
-    for node in topo.hcas():
-        level[node.guid] = 0
-        queue.append(node.guid)
-    nbrs = topo.neighbours()
-    while queue:
-        guid = queue.popleft()
-        for _, peer in nbrs.get(guid, []):
-            if peer not in level and topo.nodes[peer].kind == SWITCH:
-                level[peer] = level[guid] + 1
-                queue.append(peer)
-    return level
 
 
 class _Group:
@@ -122,7 +106,7 @@ def _empty_tables(topo: Topology, engine: str) -> Tables:
 
 def ftree(topo: Topology) -> Tables:
     """LFTs as OpenSM's ftree engine computes them (see the module docstring)."""
-    level = _levels(topo)
+    level = levels_of(topo)
     groups = _groups(topo)
     switches = [g for g, lv in level.items() if lv > 0]
     top = max((level[g] for g in switches), default=0)
@@ -237,7 +221,7 @@ def ftree(topo: Topology) -> Tables:
 
 def updn(topo: Topology) -> Tables:
     """LFTs as OpenSM's updn engine (with a root GUID file) computes them."""
-    level = _levels(topo)
+    level = levels_of(topo)
     groups = _groups(topo)
     switches = sorted(g for g, lv in level.items() if lv > 0)
     top = max((level[g] for g in switches), default=0)
