@@ -569,3 +569,45 @@ def report(results: Iterable[Mapping[str, Any]], baseline: Baseline) -> dict[str
         "hosts": [v.public() for v in verdicts],
         "matrix": matrix(rows),
     }
+
+
+def results_from_hostvars(hostvars: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Discovery results rebuilt from the Redfish inventory's host variables (``redfish_*``,
+    prefix dropped), one per host, keyed back by ``inventory_host``: how a playbook hands its
+    hosts to :func:`evaluate` / :func:`quarantine_reasons`."""
+    out = []
+    for host, variables in hostvars.items():
+        result = {
+            key.removeprefix("redfish_"): value
+            for key, value in variables.items()
+            if key.startswith("redfish_")
+        }
+        result["inventory_host"] = host
+        out.append(result)
+    return out
+
+
+def _describe(finding: Finding) -> str:
+    if finding.action:
+        return (
+            f"{finding.name} {finding.current} -> {finding.wanted} "
+            f"({finding.action}, {finding.activation or 'no activation'})"
+        )
+    return f"{finding.name}: {finding.reason}"
+
+
+def quarantine_reasons(results: Sequence[Mapping[str, Any]], baseline: Baseline) -> dict[str, str]:
+    """Host -> why it is quarantined, for every QUARANTINED host: the drifted components with
+    their current and wanted versions, the action and what activates it. Hosts are named by
+    ``inventory_host`` when the results carry it (:func:`results_from_hostvars`)."""
+    reasons = {}
+    for result, verdict in zip(results, evaluate(results, baseline), strict=True):
+        if verdict.quarantined:
+            first: dict[str, Finding] = {}  # a component off by rule and by fleet: once
+            for finding in verdict.findings:
+                if finding.status == DRIFT:
+                    first.setdefault(finding.name, finding)
+            drift = [_describe(f) for f in first.values()]
+            host = str(result.get("inventory_host") or verdict.host)
+            reasons[host] = "firmware/BIOS drift from baseline: " + "; ".join(drift)
+    return reasons

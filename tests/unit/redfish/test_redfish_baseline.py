@@ -282,3 +282,24 @@ def test_load_baseline_file_and_report(tmp_path, result):
     json.dumps(report)  # plain JSON
     with pytest.raises(bl.BaselineError, match=r"nope\.yml"):
         bl.load_baseline(tmp_path / "nope.yml")
+
+
+def test_quarantine_reasons_from_inventory_host_variables(result):
+    """What the discover phase gets: the inventory's redfish_* host variables in, one reason per
+    quarantined host out, naming each drifted component, versions, action and activation."""
+    hostvars = {}
+    for name in ("gpu01", "gpu02"):
+        host = result("nvidia-dgx-h100")
+        hostvars[name] = {f"redfish_{k}": v for k, v in host.items()} | {"ansible_host": "x"}
+    hostvars["gpu02"]["redfish_service_tag"] = "OTHER"
+    (gpu3,) = [
+        f for f in hostvars["gpu02"]["redfish_firmware"] if f["component"] == "HGX_FW_GPU_SXM_3"
+    ]
+    gpu3["version"] = "96.00.61.00.01"
+    results = bl.results_from_hostvars(hostvars)
+    assert [r["inventory_host"] for r in results] == ["gpu01", "gpu02"]
+    dgx = dict(DGX, firmware=[DGX["firmware"][0]], bios={})
+    assert bl.quarantine_reasons(results, baseline(dgx)) == {
+        "gpu02": "firmware/BIOS drift from baseline: "
+        "HGX_FW_GPU_SXM_3 96.00.61.00.01 -> 96.00.89.00.01 (upgrade, ac-cycle)"
+    }
