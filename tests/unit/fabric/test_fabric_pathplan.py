@@ -151,3 +151,38 @@ def test_data_counters_say_which_directions_the_burn_loaded(fixture_path):
     assert len(load.loaded) == 2 * len(topo.links) - 1
     plain = counters.parse(fixture_path("perfquery-before.txt").read_text(), "b")
     assert not counters.load(plain, plain, topo).measured
+
+
+def test_cli_lists_idle_link_directions_from_data_counters(tmp_path, capsys):
+    out = tmp_path / "fab"
+    gen = ["lab", "fabric", "--hcas", "32", "--tiers", "2", "--radix", "8"]
+    assert cli.main([*gen, "--hcas-per-host", "4", "--out", str(out), "--routing", "none"]) == 0
+    from racksmith.fabric import topology as topology_io
+
+    topo = topology_io.load(out / "ibnetdiscover.txt")
+    ports = {}
+    for link in topo.links:
+        for end in (link.a, link.b):
+            node = topo.nodes[end.guid]
+            if node.kind == "switch":
+                ports[(node.lid, end.port)] = {
+                    "SymbolErrorCounter": 0,
+                    "LinkDownedCounter": 0,
+                    "PortRcvErrors": 0,
+                    "PortXmitData": 0,
+                    "PortRcvData": 0,
+                }
+    (tmp_path / "before.txt").write_text(counters.render(ports))
+    busy = {k: dict(v, PortXmitData=10**10, PortRcvData=10**10) for k, v in ports.items()}
+    quiet = sorted(busy)[0]
+    busy[quiet]["PortXmitData"] = 5  # this port sent (almost) nothing
+    (tmp_path / "after.txt").write_text(counters.render(busy))
+    capsys.readouterr()
+    rc = cli.main(
+        ["fabric", "burnin", "--topology", str(out / "ibnetdiscover.txt"), "--before",
+         str(tmp_path / "before.txt"), "--after", str(tmp_path / "after.txt")]
+    )  # fmt: skip
+    text = capsys.readouterr().out
+    assert rc == 1
+    idle = [line for line in text.splitlines() if line.strip().startswith("IDLE")]
+    assert len(idle) == 1 and f"/{quiet[1]} -> " in idle[0]
