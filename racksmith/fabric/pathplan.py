@@ -21,7 +21,10 @@ usually different links. So everything here is computed on traced paths:
   link direction, the links into (or out of) one switch that every path using them reaches
   through it (it carries one flow per stage): each bounds the stage count from below, and the
   largest is the bound (at least 1).
-* **Stages (greedy).** Uncovered directed links are taken busiest bottleneck first (those
+* **Stages (greedy).** The first stage starts from the half-shift pairing (each HCA with the
+  one on the same port of the mirror leaf in the mirror subtree), which fat-tree routing
+  carries without sharing a link; only pairs whose traced paths fit are kept. Then uncovered
+  directed links are taken busiest bottleneck first (those
   behind a link direction that the bound above counts most for), then scarcest (fewest
   source-leaf/destination combinations whose paths use them); for each, a free destination and
   a free source on a leaf whose path uses it are paired if both paths are free in the stage;
