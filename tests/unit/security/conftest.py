@@ -4,6 +4,8 @@ assertion is a bound (deadline + a margin for a loaded 2-core machine), never an
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from racksmith.redfish.credentials import Credentials
@@ -28,3 +30,16 @@ def hostile():
 @pytest.fixture
 def bmc_creds() -> Credentials:
     return Credentials("root", "Hostile-suite-pw-7Qz")
+
+
+@pytest.fixture
+def no_resolver(monkeypatch):
+    """Fail the test if anything asks the system resolver (the names it was asked for)."""
+    asked: list[str] = []
+
+    def refuse(host, *args, **kwargs):
+        asked.append(host)
+        raise AssertionError(f"the resolver was asked for {host!r}")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    return asked

@@ -6,27 +6,12 @@ login (password included) while the report said ``127.1``; ``999.1.1.1`` went to
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from sec_support import redfish_options
 
 from racksmith import cli
 from racksmith.redfish import targets
 from racksmith.redfish.discover import discover
-
-
-@pytest.fixture
-def no_resolver(monkeypatch):
-    """Fail the test if anything asks the system resolver."""
-    asked: list[str] = []
-
-    def refuse(host, *args, **kwargs):
-        asked.append(host)
-        raise AssertionError(f"the resolver was asked for {host!r}")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    return asked
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from sec_support import DEADLINE, MARGIN, assert_no_secret, redfish_options
+from sec_support import DEADLINE, MARGIN, assert_no_secret, module_params, redfish_options
 
 from racksmith.maas import options as maas_options
 from racksmith.maas.auth import ApiKey, Credentials
@@ -67,24 +67,7 @@ def test_redfish_module_action(mode, hostile, monkeypatch):
     monkeypatch.setenv("RACKSMITH_BMC_USERNAME", "root")
     monkeypatch.setenv("RACKSMITH_BMC_PASSWORD", PASSWORD)
     server = _start(hostile, mode)
-    params = {
-        "bmc": server.address,
-        "username": None,
-        "password": None,
-        "username_env": "RACKSMITH_BMC_USERNAME",
-        "password_env": "RACKSMITH_BMC_PASSWORD",
-        "credentials_file": None,
-        "ca_bundle": None,
-        "validate_certs": True,
-        "scheme": "http",
-        "auth": "basic",
-        "connect_timeout": 1.0,
-        "read_timeout": 5.0,
-        "retries": 0,
-        "deadline": DEADLINE,
-        "allow_names": False,
-        "max_answer_bytes": 4 << 20,
-    }
+    params = module_params(server.address)
     started = time.monotonic()
     with pytest.raises(RedfishError) as err, client_from_params(params) as client:
         actions.power(client, "on", check_mode=True)

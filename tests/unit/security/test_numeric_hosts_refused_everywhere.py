@@ -14,7 +14,6 @@ reaches: ``server.seen == []`` proves nothing was sent, not merely that an error
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -43,18 +42,6 @@ def _wide(text: str) -> str:
     """``text`` in full-width forms (U+FF10.. digits, U+FF41.. letters), as a paste from a
     CJK input method gives them; ``int()`` and ``str.isdigit`` accept such digits."""
     return "".join(chr(ord(c) + 0xFEE0) for c in text)
-
-
-@pytest.fixture
-def no_resolver(monkeypatch):
-    asked: list[str] = []
-
-    def refuse(host, *args, **kwargs):
-        asked.append(host)
-        raise AssertionError(f"the resolver was asked for {host!r}")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    return asked
 
 
 @pytest.mark.parametrize("host", NUMERIC)

@@ -17,22 +17,17 @@ deadline (before: 8.3 s with ``--deadline 5``).
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import logging
-import os
 import ssl
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
-from sec_support import MARGIN, assert_no_secret, redfish_options
+from sec_support import MARGIN, assert_no_secret, module_params, redfish_inventory, redfish_options
 
 from racksmith import cli
+from racksmith.lab.creds import ensure_ca, issue_server_cert
+from racksmith.lab.paths import LabPaths
 from racksmith.redfish import actions
 from racksmith.redfish.ansible_support import client_from_params
 from racksmith.redfish.credentials import Credentials
@@ -50,7 +45,6 @@ from racksmith.testing.hostile import (
     session_route,
 )
 
-REPO = Path(__file__).resolve().parents[3]
 PASSWORD = "origin-pw-Zq81"
 TOKEN = "origin-token-5521"
 
@@ -146,24 +140,7 @@ def test_module_action_refuses_the_link(form, place, hostile, collector, monkeyp
     bmc, link = _bmc_with(hostile, collector, place, form)
     monkeypatch.setenv("RACKSMITH_BMC_USERNAME", "root")
     monkeypatch.setenv("RACKSMITH_BMC_PASSWORD", PASSWORD)
-    params = {
-        "bmc": bmc.address,
-        "username": None,
-        "password": None,
-        "username_env": "RACKSMITH_BMC_USERNAME",
-        "password_env": "RACKSMITH_BMC_PASSWORD",
-        "credentials_file": None,
-        "ca_bundle": None,
-        "validate_certs": True,
-        "scheme": "http",
-        "auth": "session",
-        "connect_timeout": 1.0,
-        "read_timeout": 5.0,
-        "retries": 0,
-        "deadline": 5.0,
-        "allow_names": False,
-        "max_answer_bytes": 4 << 20,
-    }
+    params = module_params(bmc.address, auth="session", deadline=5.0)
     with pytest.raises(RedfishError) as err, client_from_params(params) as client:
         actions.power(client, "on", check_mode=True)
     _nothing_reached(collector, bmc)
@@ -172,42 +149,15 @@ def test_module_action_refuses_the_link(form, place, hostile, collector, monkeyp
 
 @pytest.fixture
 def tls_bmc_context(tmp_path):
-    """A server context with a fresh self-signed certificate for 127.0.0.1, and its file."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hostile tls bmc")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "bmc.crt", tmp_path / "bmc.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    """A server context with a certificate for 127.0.0.1 signed by a fresh lab CA (the same
+    code that signs the lab's emulated iDRACs), and the CA file the client verifies with."""
+    lab = LabPaths(tmp_path / "lab")
+    ca = ensure_ca(lab)
+    cert, key = tmp_path / "bmc.crt", tmp_path / "bmc.key"
+    issue_server_cert(lab, names=[], ips=["127.0.0.1"], cert_out=cert, key_out=key)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
-    return context, str(cert_file)
+    context.load_cert_chain(cert, key)
+    return context, str(ca)
 
 
 @pytest.mark.parametrize("place", LINK_PLACES)
@@ -238,33 +188,15 @@ def test_inventory_plugin_refuses_the_link(place, hostile, collector, tmp_path):
     env_file = private / "bmc.env"
     env_file.write_text(f"RACKSMITH_BMC_USERNAME=root\nRACKSMITH_BMC_PASSWORD={PASSWORD}\n")
     env_file.chmod(0o600)
-    source = tmp_path / "redfish.yml"
-    source.write_text(
-        yaml.safe_dump(
-            {
-                "plugin": "racksmith.core.redfish",
-                "targets": [bmc.address],
-                "scheme": "http",
-                "credentials_file": str(env_file),
-                "retries": 0,
-                "deadline": 5,
-            }
-        )
-    )
-    cfg = tmp_path / "ansible.cfg"
-    cfg.write_text(
-        f"[defaults]\ninventory_plugins = {REPO / 'plugins' / 'inventory'}\n"
-        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
-    env.update(ANSIBLE_CONFIG=str(cfg), HOME=str(tmp_path), ANSIBLE_LOCAL_TEMP=str(tmp_path))
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = redfish_inventory(
+        tmp_path,
+        {
+            "targets": [bmc.address],
+            "scheme": "http",
+            "credentials_file": str(env_file),
+            "retries": 0,
+            "deadline": 5,
+        },
     )
     _nothing_reached(collector, bmc)
     assert done.returncode == 0, done.stderr

@@ -8,14 +8,10 @@ redaction matched the raw string only.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from sec_support import NASTY, assert_no_secret, leaked_forms, redfish_options
+from sec_support import NASTY, assert_no_secret, leaked_forms, redfish_inventory, redfish_options
 
 from racksmith import secrets
 from racksmith.maas.auth import ApiKey, Credentials
@@ -76,36 +72,18 @@ def test_inventory_list_and_cache_hold_no_form_of_the_password(hostile, tmp_path
     env_file.write_text(f"RACKSMITH_BMC_USERNAME=root\nRACKSMITH_BMC_PASSWORD='{password}'\n")
     env_file.chmod(0o600)
     cache = tmp_path / "cache"
-    source = tmp_path / "redfish.yml"
-    source.write_text(
-        yaml.safe_dump(
-            {
-                "plugin": "racksmith.core.redfish",
-                "targets": [server.address],
-                "scheme": "http",
-                "credentials_file": str(env_file),
-                "retries": 0,
-                "deadline": 2,
-                "cache": True,
-                "cache_plugin": "ansible.builtin.jsonfile",
-                "cache_connection": str(cache),
-            }
-        )
-    )
-    cfg = tmp_path / "ansible.cfg"
-    cfg.write_text(
-        f"[defaults]\ninventory_plugins = {REPO / 'plugins' / 'inventory'}\n"
-        "[inventory]\nenable_plugins = racksmith.core.redfish\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "RACKSMITH_"))}
-    env.update(ANSIBLE_CONFIG=str(cfg), HOME=str(tmp_path), ANSIBLE_LOCAL_TEMP=str(tmp_path))
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = redfish_inventory(
+        tmp_path,
+        {
+            "targets": [server.address],
+            "scheme": "http",
+            "credentials_file": str(env_file),
+            "retries": 0,
+            "deadline": 2,
+            "cache": True,
+            "cache_plugin": "ansible.builtin.jsonfile",
+            "cache_connection": str(cache),
+        },
     )
     assert done.returncode == 0, done.stderr
     assert "redfish_error" in done.stdout  # the echo came back as an error reason
