@@ -4,9 +4,11 @@ Model. A pair is a bidirectional ``ib_write_bw`` between two HCAs along a *minim
 route: up from one HCA to the lowest switch where the two HCAs' subtrees meet, down to the
 other. Within a stage every HCA is in at most one pair and every link carries at most one
 pair, so a covered link runs at full line rate in both directions and nothing is
-over-subscribed (and no HCA, hence no ``ib_write_bw`` port, is used twice). Minimal routes
-are the ones the subnet manager's fat-tree routing and adaptive routing use, so the planned
-load is the load the fabric sees.
+over-subscribed (and no HCA, hence no ``ib_write_bw`` port, is used twice). The routes are
+the planner's own choice: a real fabric forwards by the subnet manager's tables, which pick
+other minimal routes (on ftree tables this plan loads about two thirds of the links), so this
+planner only sizes a burn-in when no tables are at hand; :mod:`racksmith.fabric.pathplan`
+plans on the tables' real paths. The commands, play and counter script below serve both.
 
 Lower bound. A switch ``s`` can send at most ``A(s)`` pairs up per stage, where ``A(leaf)``
 is its HCA count and ``A(s) = sum over children c of min(links(c, s), A(c))``; its ``U(s)``
