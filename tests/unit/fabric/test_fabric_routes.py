@@ -114,3 +114,17 @@ def test_adaptive_routing_is_found_from_ibdiagnet2_ar(tmp_path, fixture_path):
     tables = lft.load(fdbs)
     assert tables.adaptive and "adaptive routing is on" in tables.notes[0]
     assert lft.load(fdbs, adaptive=False).adaptive is False
+
+
+def test_opensm_lfts_dump_form_written_from_its_source():
+    # OpenSM's opensm-lfts.dump, written from the format strings of dump_ucast_lfts() in
+    # linux-rdma/opensm (no real file found): '#' comments, "N lids dumped" = the top LID
+    text = (
+        "Unicast lids [0-5] of switch Lid 1 guid 0x0000000000200000 ('Switch1'):\n"
+        "0x0001 000 # Switch portguid 0x0000000000200000: 'Switch1'\n"
+        "0x0002 001 # Channel Adapter portguid 0x0000000000100001: 'Hca1'\n"
+        "0x0005 003 # Channel Adapter portguid 0x0000000000100004: 'Hca2'\n"
+        "5 lids dumped\n"
+    )
+    tables = lft.parse(text, "opensm-lfts.dump")
+    assert tables.lfts == {"0000000000200000": {1: 0, 2: 1, 5: 3}}
