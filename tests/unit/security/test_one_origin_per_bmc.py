@@ -117,7 +117,7 @@ def test_basic_auth_after_a_405_goes_nowhere_else(form, hostile, collector):
 
 
 @pytest.mark.parametrize("place", LINK_PLACES)
-@pytest.mark.parametrize("form", ["absolute", "at_host"])
+@pytest.mark.parametrize("form", LINK_FORMS)
 def test_cli_discover_refuses_the_link(form, place, hostile, collector, monkeypatch, capsys):
     bmc, link = _bmc_with(hostile, collector, place, form)
     monkeypatch.setenv("RACKSMITH_BMC_USERNAME", "root")
@@ -131,7 +131,7 @@ def test_cli_discover_refuses_the_link(form, place, hostile, collector, monkeypa
 
 
 @pytest.mark.parametrize("place", LINK_PLACES)
-@pytest.mark.parametrize("form", ["absolute", "scheme_relative", "at_host"])
+@pytest.mark.parametrize("form", LINK_FORMS)
 def test_module_action_refuses_the_link(form, place, hostile, collector, monkeypatch):
     """The modules build their client with client_from_params; an action reads the systems
     collection first."""
@@ -180,9 +180,18 @@ def test_http_link_on_an_https_bmc_is_refused(place, hostile, collector, tls_bmc
     assert [s.method for s in bmc.seen][:1] == ["POST"]  # the TLS BMC itself was reached
 
 
-@pytest.mark.parametrize("place", LINK_PLACES)
-def test_inventory_plugin_refuses_the_link(place, hostile, collector, tmp_path):
-    bmc, link = _bmc_with(hostile, collector, place, "at_host")
+@pytest.mark.parametrize(
+    ("place", "form"),
+    [
+        ("member", "absolute"),
+        ("member", "scheme_relative"),
+        ("member", "at_host"),
+        ("next_link", "absolute"),
+        ("location", "absolute"),
+    ],
+)
+def test_inventory_plugin_refuses_the_link(place, form, hostile, collector, tmp_path):
+    bmc, link = _bmc_with(hostile, collector, place, form)
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     env_file = private / "bmc.env"
@@ -242,3 +251,18 @@ def test_logout_ends_within_the_deadline(hostile, caplog):
     assert result.error is not None and result.error.kind.value == "timeout"
     assert took < deadline + MARGIN, took
     assert any("logout" in r.getMessage() and "deadline" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("place", LINK_PLACES)
+def test_cli_http_link_on_an_https_bmc_is_refused(
+    place, hostile, collector, tls_bmc_context, monkeypatch, capsys
+):
+    context, ca = tls_bmc_context
+    bmc, link = _bmc_with(hostile, collector, place, "absolute", tls=context)
+    monkeypatch.setenv("RACKSMITH_BMC_USERNAME", "root")
+    monkeypatch.setenv("RACKSMITH_BMC_PASSWORD", PASSWORD)
+    argv = ["redfish", "discover", "--ca-bundle", ca, "--json", "--retries", "0"]
+    assert cli.main([*argv, "--bmc", bmc.address, "--deadline", "5"]) == 1
+    record = json.loads(capsys.readouterr().out.splitlines()[0])
+    _nothing_reached(collector, bmc)
+    assert _names(record["error"], link) and record["error_kind"] == "malformed"
