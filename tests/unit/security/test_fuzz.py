@@ -172,3 +172,62 @@ def test_redaction_masks_escaped_and_encoded_forms(secret, around):
     for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
         text = secrets.redact(around + form + around)
         assert form not in text or form in (around + secrets.MASK + around)
+
+
+#: Pieces a hostile link is made of, so the fuzz hits schemes, hosts, ports and separators.
+LINK_PIECES = st.sampled_from(
+    [
+        "http:",
+        "https:",
+        "//",
+        "/",
+        "@",
+        ":",
+        "\\",
+        "127.0.0.1",
+        "10.0.0.9",
+        "evil",
+        "[::1]",
+        "8443",
+        "443",
+        "%2f",
+        "%40",
+        "?",
+        "#",
+        "..",
+        "redfish",
+        "v1",
+        ".",
+        " ",
+        "\t",
+        "a:b@",
+    ]
+)
+links = st.lists(LINK_PIECES, max_size=8).map("".join) | st.text(max_size=40)
+
+
+@FAST
+@given(links)
+def test_link_url_stays_on_the_origin_whatever_the_link(link):
+    """The one-origin rule is total, and what it returns goes to the origin it was given, by
+    the URL parsers requests and urllib3 use, not only by the rule's own reading."""
+    from urllib.parse import urlsplit
+
+    import urllib3
+
+    from racksmith import transport
+
+    origin = transport.Origin("https", "10.0.0.9", 8443)
+    try:
+        url = transport.link_url(origin, link, "BMC 10.0.0.9:8443")
+    except transport.OriginError:
+        return
+    parts = urlsplit(url)
+    assert (parts.scheme, parts.netloc) == ("https", "10.0.0.9:8443"), url
+    parsed = urllib3.util.parse_url(url)
+    assert (parsed.scheme, parsed.host, parsed.port, parsed.auth) == (
+        "https",
+        "10.0.0.9",
+        8443,
+        None,
+    )
