@@ -209,6 +209,7 @@ WRITE_TARGETS = (
     "/etc/ansible/facts.d/racksmith_gdr.fact",
     "/etc/systemd/system/nvidia-persistenced.service.d",
     "/etc/systemd/system/nvidia-persistenced.service.d/racksmith.conf",
+    "/etc/udev/rules.d",
     "/etc/udev/rules.d/71-nvidia-dev-char.rules",
     "/etc/apt/sources.list.d/racksmith-cuda.list",
     "/etc/apt/sources.list.d/racksmith-nvidia-container-toolkit.list",
