@@ -271,10 +271,13 @@ def resolve(found: Iterable[Target], resolver: Resolver = system_resolver) -> li
     """Each name resolved exactly once (all its ports share the answer); addresses unchanged.
 
     A name that does not resolve keeps an empty ``address``; the client reports it as
-    unreachable for that BMC alone.
+    unreachable for that BMC alone. A name that resolves to an address:port already listed
+    (``localhost:8443`` beside ``127.0.0.1:8443``) is that BMC again and is dropped: one BMC
+    is asked once, whatever its spellings.
     """
     answers: dict[str, str] = {}
     out = []
+    contacted: set[tuple[str, int]] = {(t.address, t.port) for t in found if t.address}
     for target in found:
         if target.address:
             out.append(target)
@@ -284,5 +287,9 @@ def resolve(found: Iterable[Target], resolver: Resolver = system_resolver) -> li
                 answers[target.host] = resolver(target.host, target.port)
             except TargetError:
                 answers[target.host] = ""
-        out.append(Target(target.host, target.port, answers[target.host]))
+        address = answers[target.host]
+        if address and (address, target.port) in contacted:
+            continue
+        contacted.add((address, target.port))
+        out.append(Target(target.host, target.port, address))
     return out

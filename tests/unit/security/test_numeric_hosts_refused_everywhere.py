@@ -90,6 +90,27 @@ def test_the_same_bmc_in_two_spellings_is_one_bmc(hostile, monkeypatch, capsys):
     assert len([s for s in server.seen if s.method == "POST"]) == 1
 
 
+def test_a_name_and_the_address_it_resolves_to_are_one_bmc():
+    """With names enabled, ``bmc.lab`` resolving to 127.0.0.1 beside ``127.0.0.1`` is one BMC
+    (the first spelling is kept); an unresolvable name stays, to be reported unreachable."""
+    found = targets.expand(
+        ["127.0.0.1:8443", "bmc.lab:8443", "bmc.lab:8444", "gone.lab:8443"], allow_names=True
+    )
+    answers = {"bmc.lab": "127.0.0.1"}
+
+    def resolver(name: str, port: int) -> str:
+        if name not in answers:
+            raise targets.TargetError(f"target {name!r}: cannot resolve")
+        return answers[name]
+
+    resolved = targets.resolve(found, resolver)
+    assert [(t.host, t.port, t.address) for t in resolved] == [
+        ("127.0.0.1", 8443, "127.0.0.1"),
+        ("bmc.lab", 8444, "127.0.0.1"),
+        ("gone.lab", 8443, ""),
+    ]
+
+
 # -- MAAS_URL (and the UFM URL) by the same rule: names allowed, numbers only as dotted quads --
 
 
