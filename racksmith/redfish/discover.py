@@ -37,8 +37,6 @@ CHASSIS = "/redfish/v1/Chassis"
 FIRMWARE_INVENTORY = "/redfish/v1/UpdateService/FirmwareInventory"
 REGISTRIES = "/redfish/v1/Registries"
 EXTRAS = frozenset({"firmware", "bios", "infiniband", "pcie", "memory"})
-#: What the CLI and inventory options still pass as their default (see rules_for).
-LEGACY_DEFAULT_PXE_RULES = vendors.DELL_PXE_RULES
 #: Seconds per BMC (racksmith.redfish.options documents it for every surface).
 DEFAULT_DEADLINE = 120.0
 DEFAULT_CONCURRENCY = 64
@@ -91,12 +89,7 @@ class DiscoveryOptions:
 
     def rules_for(self, profile: vendors.VendorProfile) -> tuple[str, ...]:
         """The PXE rules for a host: the ones configured, else (None) its vendor profile's."""
-        configured = self.pxe_rules
-        # TRANSITIONAL, until the CLI and inventory options pass None when unset (NOTES.md):
-        # their default is still Dell's list, which must keep meaning "the vendor's".
-        if configured is not None and tuple(configured) == LEGACY_DEFAULT_PXE_RULES:
-            configured = None
-        return pxe.rules_for(configured, profile.pxe_rules)
+        return pxe.rules_for(self.pxe_rules, profile.pxe_rules)
 
 
 @dataclass(frozen=True)

@@ -421,10 +421,6 @@ def infiniband_adapters(
 
 # -- PXE choice (racksmith.redfish.pxe) --------------------------------------------------------
 
-#: Transitional alias: the CLI and inventory options still pass Dell's list as their default
-#: (see racksmith.redfish.discover.DiscoveryOptions.rules_for); unset rules are None.
-DEFAULT_PXE_RULES: tuple[str, ...] = vendors.DELL_PXE_RULES
-
 
 def nics_from_boot_options(options: Iterable[Doc]) -> list[Nic]:
     """Host ports named only by the firmware's network boot options (NVIDIA GH200/GB200 have no

@@ -294,6 +294,23 @@ def test_default_rules_pick_the_pxe_nic_per_vendor(capture, mac, rule):
     assert choice is not None and (choice.mac, choice.rule) == (mac, rule)
 
 
+def test_dell_rules_set_on_purpose_are_used_on_every_vendor():
+    """Unset rules are the vendor profile's; a list the user writes is used as written, Dell's
+    included (it used to be taken for "the default" and silently replaced by the profile's)."""
+    supermicro = vendors.PROFILES["supermicro"]
+    assert DiscoveryOptions().rules_for(supermicro) == ("boot:pxe", "link:up", "first")
+    chosen = DiscoveryOptions(pxe_rules=vendors.DELL_PXE_RULES)
+    assert chosen.rules_for(supermicro) == vendors.DELL_PXE_RULES
+    # on the real Supermicro capture, Dell's port names match nothing and no port has link:
+    # the user's rules leave the host without a PXE NIC instead of quietly using boot:pxe
+    system = doc(SMC, HOSTS[SMC])
+    boot = pxe.pxe_boot_macs(system["Boot"]["BootOrder"], members(SMC, f"{HOSTS[SMC]}/BootOptions"))
+    assert pxe.choose_pxe(_nics(SMC), chosen.rules_for(supermicro), boot) is None
+    assert pxe.choose_pxe(_nics(SMC), DiscoveryOptions().rules_for(supermicro), boot).rule == (
+        "boot:pxe"
+    )
+
+
 def test_configured_rules_replace_the_profiles():
     options = DiscoveryOptions(pxe_rules=("link:up",))
     assert options.rules_for(vendors.PROFILES["supermicro"]) == ("link:up",)
