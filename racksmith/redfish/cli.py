@@ -27,7 +27,8 @@ from typing import Any
 from racksmith import credentials
 from racksmith.errors import UsageError
 from racksmith.optionspec import add_arguments, seconds
-from racksmith.redfish import actions, options, targets
+from racksmith.redfish import actions, compliance, options, targets
+from racksmith.redfish.baseline import BaselineError
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.discover import BmcResult, DiscoveryOptions, DiscoveryProgress, discover
 from racksmith.redfish.errors import RedfishError
@@ -70,6 +71,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f" (default {PROGRESS_INTERVAL:g}); failures are named at once",
     )
     p.set_defaults(func=_discover)
+
+    p = subparsers.add_parser(
+        "compliance",
+        help="judge firmware and BIOS against a baseline file (read-only; docs/firmware.md)",
+    )
+    _common(p)
+    p.add_argument("--baseline", required=True, metavar="FILE", help="the site's baseline YAML")
+    p.add_argument("--json", action="store_true", help="one JSON report on stdout")
+    add_arguments(p, (options.CONCURRENCY, options.PXE_RULES))
+    p.set_defaults(func=_compliance)
 
     p = subparsers.add_parser(
         "power", help="power servers on/off/cycle/restart, reading the result back"
@@ -181,6 +192,23 @@ def _discover(args: argparse.Namespace) -> int:
     if failed:
         print(f"{len(failed)} of {len(results)} BMCs failed", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _compliance(args: argparse.Namespace) -> int:
+    """Discover with the firmware and BIOS extras and judge every host (exit 1 on DRIFT or
+    UNKNOWN); racksmith.redfish.compliance does the work."""
+    found, creds, client_options = _setup(args)
+    try:
+        discovery = DiscoveryOptions(
+            client=client_options,
+            concurrency=args.concurrency,
+            deadline=args.deadline,
+            pxe_rules=tuple(args.pxe_rules) if args.pxe_rules else None,
+            vendor=args.vendor,
+        )
+        return compliance.run(found, creds, discovery, args.baseline, as_json=args.json)
+    except (ValueError, BaselineError) as exc:
+        raise UsageError(f"redfish compliance: {exc}") from None
 
 
 # -- actions

@@ -148,3 +148,30 @@ def test_vendor_option_on_discover_and_actions(rack, server, run):
     assert lab.bmc("gpu02").stats["boot_patch"] == 1
     wrong = json.loads(run("boot-once", "--bmc", target, "--vendor", "dell").stdout)
     assert wrong["error_kind"] == "http_error" and "405" in wrong["error"]
+
+
+def test_compliance_command_json_and_exit_status(rack, server, run, tmp_path):
+    """``racksmith redfish compliance``: one pure JSON report; exit 1 when a host drifts, 0
+    when all comply; a broken baseline file is a usage error before any BMC is asked."""
+    lab = rack([server(1, model="r750-h100pcie")])
+    bmc = f"127.0.0.1:{lab.bmc('gpu01').port}"
+    baseline = tmp_path / "baseline.yml"
+    baseline.write_text(
+        "host_types:\n"
+        "  - name: r750\n"
+        "    match: {vendor: dell}\n"
+        "    firmware: [{component: BIOS.Setup.1-1, target: '1.9.0'}]\n"
+    )
+    done = run("compliance", "--bmc", bmc, "--baseline", str(baseline), "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    (host,) = report["hosts"]
+    assert (host["status"], host["quarantined"]) == ("DRIFT", True)
+    assert host["findings"][0]["current"] == "1.8.2"  # the captured BIOS
+    baseline.write_text(baseline.read_text().replace("1.9.0", "1.8.2"))
+    done = run("compliance", "--bmc", bmc, "--baseline", str(baseline))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "COMPLIANT" in done.stdout
+    baseline.write_text("host_types: nope\n")
+    done = run("compliance", "--bmc", bmc, "--baseline", str(baseline))
+    assert done.returncode == 2 and "host_types list" in done.stderr
