@@ -82,9 +82,17 @@ def install(env: dict[str, str]) -> Path:
         str(Path(yaml.__file__).resolve().parents[1] / "ansible_collections" / Path(*n.split(".")))
         for n in yaml.safe_load((REPO / "galaxy.yml").read_text())["dependencies"]
     ]
+    # only the bench's directory is looked at: the checkout is linked into the venv as
+    # racksmith.core, and the `ansible` package's copies would count as already installed
+    only = dict(env, ANSIBLE_COLLECTIONS_PATH=str(WORK / "collections"),
+                ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false")  # fmt: skip
     _run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p",
           str(WORK / "collections"), str(WORK / f"racksmith-core-{version}.tar.gz"), *deps],
-         env, site)  # fmt: skip
+         only, site)  # fmt: skip
+    installed = WORK / "collections" / "ansible_collections"
+    for name in ("racksmith/core", "ansible/posix", "community/general"):
+        if not (installed / name / "MANIFEST.json").is_file():
+            raise RuntimeError(f"{installed / name}: not installed")
     return site
 
 

@@ -117,3 +117,19 @@ def test_default_runs_dir_by_where_the_playbook_lives(tmp_path):
 def test_the_site_benchmark_keeps_its_runs_outside_the_checkout():
     bench = _load(REPO / "tests" / "bench" / "bench_site.py", "rs_bench_site")
     assert not bench.RUNS_ROOT.resolve().is_relative_to(REPO)
+
+
+def test_callback_options_textfile_path_and_ticket_url_from_the_environment(tmp_path):
+    textfile = tmp_path / "textfile" / "racksmith.prom"
+    textfile.parent.mkdir()
+    env = _env(
+        RACKSMITH_PROM_PATH=str(textfile),
+        RACKSMITH_TICKET_URL="https://tracker.example/new?title={summary}",
+        RACKSMITH_RUNS_DIR=str(tmp_path / "runs"),
+    )
+    _play(tmp_path, env, cwd=REPO)
+    (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    assert textfile.read_text() == (run / "report.prom").read_text()
+    assert f'racksmith_run_info{{run="{run.name}"' in textfile.read_text()
+    host = json.loads((run / "report.json").read_text())["hosts"]["gpu-r01-u01"]
+    assert host["triage"]["url"].startswith("https://tracker.example/new?title=gpu-r01-u01%3A%20")
