@@ -9,9 +9,10 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 try:
+    from racksmith.health import golden
     from racksmith.health.golden import judge
 except ImportError as exc:  # the controller lacks the racksmith package: say so when used
-    judge = None
+    golden = judge = None
     _IMPORT_ERROR: ImportError | None = exc
 else:
     _IMPORT_ERROR = None
@@ -80,10 +81,7 @@ def health_fit(
     quick_error="",
     load_error="",
 ):
-    if judge is None:
-        raise AnsibleFilterError(
-            f"health_fit needs the racksmith Python package on the controller: {_IMPORT_ERROR}"
-        )
+    _need_library("health_fit")
     for name, value in (("quick report", quick), ("load report", load)):
         if value not in (None, "") and not isinstance(value, dict):
             raise AnsibleFilterError(f"health_fit: the {name} must be a dict, got {value!r:.80}")
@@ -98,8 +96,47 @@ def health_fit(
     ).to_dict()
 
 
+def golden_entry(quick, fitness, host, load=None):
+    """One host's golden-set entry from its reports and the verdict ``health_fit`` gave them
+    (racksmith.health.golden.entry): judged once, in the play, never again from files."""
+    _need_library("golden_entry")
+    if not isinstance(fitness, dict) or "fit" not in fitness:
+        raise AnsibleFilterError(
+            f"golden_entry: fitness must be health_fit's result, got {fitness!r:.80}"
+        )
+    return golden.entry(str(host), quick or None, load or None, fitness)
+
+
+def golden_set(inputs, run_id="", generated=None):
+    """The golden set from each host's entry, or ``{failure: why}`` for a host that never
+    reached the health checks (racksmith.health.golden.assemble)."""
+    _need_library("golden_set")
+    try:
+        return golden.assemble(inputs, run_id=str(run_id or ""), generated=generated or None)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError(f"golden_set: {exc}") from exc
+
+
+def golden_files(golden_set_value):
+    """File name -> text of the golden set (golden-set.json, golden-set.md)."""
+    _need_library("golden_files")
+    return golden.files(golden_set_value)
+
+
+def _need_library(name):
+    if judge is None:
+        raise AnsibleFilterError(
+            f"{name} needs the racksmith Python package on the controller: {_IMPORT_ERROR}"
+        )
+
+
 class FilterModule:
-    """racksmith's fit verdict (see racksmith.health.golden.judge)."""
+    """racksmith's fit verdict and the golden set (see racksmith.health.golden)."""
 
     def filters(self):
-        return {"health_fit": health_fit}
+        return {
+            "health_fit": health_fit,
+            "golden_entry": golden_entry,
+            "golden_set": golden_set,
+            "golden_files": golden_files,
+        }

@@ -58,6 +58,23 @@ def hca_ports(hosts):
     return validate.hca_ports(hosts)
 
 
+def hca_probe_argv(_ignored=None):
+    _need_library()
+    return list(validate.HCA_PROBE_ARGV)
+
+
+def hca_guids(probe_output):
+    _need_library()
+    if not isinstance(probe_output, str):
+        raise AnsibleFilterError(
+            f"hca_guids: expected the probe's stdout, got {probe_output!r:.80}"
+        )
+    try:
+        return validate.hca_guids(probe_output)
+    except ValueError as exc:
+        raise AnsibleFilterError(f"hca_guids: {exc}") from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -68,4 +85,6 @@ class FilterModule:
             "cloud_config": cloud_config,
             "golden_inputs": golden_inputs,
             "hca_ports": hca_ports,
+            "hca_probe_argv": hca_probe_argv,
+            "hca_guids": hca_guids,
         }

@@ -1,8 +1,11 @@
 """The golden set: which hosts of a run are fit to train on, and why each other one is not.
 
-Controller side (the validate phase calls ``python -m racksmith.health golden``). Input: one
-entry per host the phase targeted, with the paths of its quick and load reports (fetched from
-the host) or the reason it has none. A host is golden only when its quick report says FIT and
+Controller side. The validate phase judges each host once, in the play (the health role's
+``health_fit`` filter), turns that verdict into the host's entry (:func:`entry`, filter
+``golden_entry``) and assembles the set (:func:`assemble`, module ``racksmith.core.golden_set``).
+``python -m racksmith.health golden`` builds the same set by hand from report paths.
+
+A host is golden only when its quick report says FIT and
 its load report says FIT, or load checks were explicitly not required for it (the lab, whose
 hosts have no GPU) and the entry says why. A missing or unreadable report is NOT FIT: an
 unreachable host is never reported healthy.
@@ -23,6 +26,11 @@ from typing import Any
 
 SCHEMA = "racksmith.golden-set/v1"
 
+
+#: What every golden-set entry holds (:func:`entry`).
+ENTRY_KEYS = frozenset(
+    ("host", "fit", "verdict", "quick", "load", "load_figures", "standin", "reasons")
+)
 
 #: The two words of a fit verdict, as the health agent and every consumer spell them.
 FIT = "FIT"
@@ -136,6 +144,29 @@ def host_entry(name: str, spec: Mapping[str, Any]) -> dict:
         quick_error=quick_error,
         load_error=load_error,
     )
+    return entry(name, quick, load, fitness)
+
+
+def entry(
+    name: str,
+    quick: Mapping[str, Any] | None,
+    load: Mapping[str, Any] | None,
+    fitness: Fitness | Mapping[str, Any],
+) -> dict:
+    """One golden-set entry from the parsed reports and the verdict :func:`judge` gave them.
+
+    The validate phase calls this (filter ``racksmith.core.golden_entry``) with the verdict the
+    health role already has, so a host is judged once, in the play, and the golden set is
+    assembled from those entries (:func:`assemble`) without reading the reports again.
+    """
+    if not isinstance(fitness, Fitness):
+        fitness = Fitness(
+            fit=bool(fitness["fit"]),
+            reasons=tuple(str(r) for r in fitness.get("reasons") or ()),
+            load=str(fitness.get("load") or ""),
+        )
+    quick = quick or None
+    load = load or None
     standin = (quick or {}).get("standin")
     return {
         "host": name,
@@ -156,16 +187,43 @@ def host_entry(name: str, spec: Mapping[str, Any]) -> dict:
     }
 
 
-def build(hosts: Mapping[str, Mapping[str, Any]], *, run_id: str = "") -> dict:
-    entries = {name: host_entry(name, spec) for name, spec in sorted(hosts.items())}
+def assemble(
+    entries: Mapping[str, Mapping[str, Any]], *, run_id: str = "", generated: str | None = None
+) -> dict:
+    """The golden set from entries already judged (:func:`entry`). A host whose input is only
+    ``{"failure": why}`` (it never reached the health checks) is judged here, once, by
+    :func:`judge`; an input that is neither is refused (fail closed)."""
+    hosts: dict[str, dict] = {}
+    for name, given in sorted(entries.items()):
+        if "verdict" in given and "fit" in given:
+            missing = ENTRY_KEYS - set(given)
+            if missing:
+                raise ValueError(f"golden set: {name}: entry lacks {', '.join(sorted(missing))}")
+            hosts[name] = dict(given)
+        elif set(given) == {"failure"} and given["failure"]:
+            hosts[name] = entry(name, None, None, judge(None, failure=str(given["failure"])))
+        else:
+            raise ValueError(f"golden set: {name}: neither a judged entry nor a failure")
     return {
         "schema": SCHEMA,
         "run_id": run_id,
-        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "golden": [name for name, e in entries.items() if e["fit"]],
-        "not_fit": [name for name, e in entries.items() if not e["fit"]],
-        "hosts": entries,
+        "generated": generated or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "golden": [name for name, e in hosts.items() if e["fit"]],
+        "not_fit": [name for name, e in hosts.items() if not e["fit"]],
+        "hosts": hosts,
     }
+
+
+def build(hosts: Mapping[str, Mapping[str, Any]], *, run_id: str = "") -> dict:
+    """The golden set from report paths (``python -m racksmith.health golden``, by hand); an
+    entry the play already judged (it has ``verdict`` and ``fit``) is taken as it is."""
+    return assemble(
+        {
+            name: spec if "verdict" in spec and "fit" in spec else host_entry(name, spec)
+            for name, spec in hosts.items()
+        },
+        run_id=run_id,
+    )
 
 
 def summary(golden: Mapping[str, Any]) -> str:
@@ -193,14 +251,19 @@ def summary(golden: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def files(golden: Mapping[str, Any]) -> dict[str, str]:
+    """The golden set's files, by name: ``golden-set.json`` and ``golden-set.md``."""
+    return {
+        "golden-set.json": json.dumps(golden, indent=2) + "\n",
+        "golden-set.md": summary(golden),
+    }
+
+
 def write(golden: Mapping[str, Any], outdir: str | os.PathLike) -> list[Path]:
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, text in (
-        ("golden-set.json", json.dumps(golden, indent=2) + "\n"),
-        ("golden-set.md", summary(golden)),
-    ):
+    for name, text in files(golden).items():
         tmp = out / f".{name}.tmp"
         tmp.write_text(text)
         os.replace(tmp, out / name)

@@ -41,3 +41,35 @@ def hca_ports(hosts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str
         if isinstance(guids, Mapping) and guids:
             out[name] = {str(dev): str(guid) for dev, guid in sorted(guids.items())}
     return out
+
+
+#: The command (an argv for ``ansible.builtin.command``) that prints one line
+#: ``<device> <link layer> <node GUID>`` per RDMA device of the host. It runs on the GPU host,
+#: where racksmith is not installed, so it only reads files; :func:`hca_guids` decides.
+HCA_PROBE_ARGV = [
+    "/bin/sh",
+    "-c",
+    "for d in /sys/class/infiniband/*; do\n"
+    '  [ -r "$d/ports/1/link_layer" ] || continue\n'
+    '  echo "${d##*/} $(cat "$d/ports/1/link_layer") $(cat "$d/node_guid" 2>/dev/null || echo -)"\n'
+    "done",
+]
+
+
+def hca_guids(probe_output: str) -> dict[str, str]:
+    """:data:`HCA_PROBE_ARGV`'s output -> {device: node GUID} of the InfiniBand HCAs (port 1's
+    link layer ``InfiniBand``; Ethernet-mode ConnectX and unreadable GUIDs are left out).
+    A line that is not three fields raises ValueError naming it."""
+    out: dict[str, str] = {}
+    for number, line in enumerate(probe_output.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split()
+        if len(fields) != 3:
+            raise ValueError(
+                f"HCA probe line {number}: expected '<device> <link layer> <GUID>', got {line!r}"
+            )
+        device, layer, guid = fields
+        if layer == "InfiniBand" and guid != "-":
+            out[device] = guid
+    return out

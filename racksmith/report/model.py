@@ -196,9 +196,10 @@ class HostRecord:
     def result(self) -> str:
         """Where the host ended up, the one word an operator scans for.
 
-        Fit is never decided here: the golden-set entry (or, without one, the health verdict
-        the ``health_fit`` filter recorded) carries the verdict of
-        :func:`racksmith.health.golden.judge`, so this column and ``golden-set.json`` agree.
+        Fit is never decided here, nor read from a fact: the host's golden-set entry carries
+        the verdict of :func:`racksmith.health.golden.judge`, so this column and
+        ``golden-set.json`` agree. A host without an entry (the run stopped before the golden
+        set was written) is INCOMPLETE, whatever its health facts say.
         """
         if self.quarantine_reason:
             return "QUARANTINED"
@@ -207,7 +208,7 @@ class HostRecord:
         for phase, outcome in self.phases.items():
             if outcome.failed or outcome.unreachable:
                 return f"FAILED:{phase}"
-        verdict = self.golden.get("verdict") if self.golden else self.health_verdict
+        verdict = (self.golden or {}).get("verdict")
         if verdict == FIT:
             return "GOLDEN"
         if verdict:

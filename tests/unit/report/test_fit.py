@@ -132,23 +132,20 @@ _PLAYBOOK = """
   gather_facts: false
   tags: [validate]
   tasks:
-    - name: Entries
-      ansible.builtin.copy:
-        dest: "{{ fetch }}/hosts.json"
-        content: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars,
-                     'health_golden_entry'))) | to_nice_json }}"
-        mode: "0644"
     - name: Verdicts the role gave
       ansible.builtin.copy:
         dest: "{{ fetch }}/verdicts.json"
         content: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars,
                      'health_fitness'))) | to_nice_json }}"
         mode: "0644"
-    - name: Golden set
-      ansible.builtin.command:
-        argv: ["{{ ansible_playbook_python }}", -m, racksmith.health, golden, --hosts,
-               "{{ fetch }}/hosts.json", --out, "{{ run }}", --run-id, t]
-      changed_when: false
+    - name: Golden set, as validate.yml writes it (from the entries; nothing judged again)
+      ansible.builtin.copy:
+        dest: "{{ run }}/{{ item.key }}"
+        content: "{{ item.value }}"
+        mode: "0644"
+      loop: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars)))
+                | racksmith.core.golden_inputs | racksmith.core.golden_set(run_id='t')
+                | racksmith.core.golden_files | dict2items }}"
 """
 
 

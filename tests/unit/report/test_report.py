@@ -44,8 +44,8 @@ def test_unknown_status_is_rejected():
 @pytest.mark.parametrize(
     ("facts", "expected"),
     [
-        ({"racksmith_health_verdict": "FIT"}, "GOLDEN"),
-        ({"racksmith_health_verdict": "NOT FIT"}, "NOT_FIT"),
+        # a health fact alone decides nothing: only the golden set does (issue 24)
+        ({"racksmith_health_verdict": "FIT"}, "INCOMPLETE"),
         ({"racksmith_quarantine_reason": "7 of 8 GPUs"}, "QUARANTINED"),
         ({"racksmith_failed_phase": "deploy", "racksmith_failure_reason": "x"}, "FAILED:deploy"),
         ({}, "INCOMPLETE"),
@@ -58,11 +58,20 @@ def test_result_follows_host_facts(facts, expected):
     assert report.hosts["h1"].result == expected
 
 
+@pytest.mark.parametrize(("verdict", "expected"), [("FIT", "GOLDEN"), ("NOT FIT", "NOT_FIT")])
+def test_result_follows_the_golden_set(verdict, expected):
+    report = make_report()
+    report.record("h1", "discover", "ok")
+    report.annotate("h1", {"racksmith_health_verdict": "FIT"})  # the golden set wins
+    report.attach_golden({"hosts": {"h1": {"verdict": verdict, "reasons": []}}})
+    assert report.hosts["h1"].result == expected
+
+
 def test_text_table_lists_every_host_with_reasons_and_json_matches():
     report = make_report()
     report.record("a", "discover", "ok")
     report.record("b", "discover", "unreachable", "BMC 10.0.0.2:443 timed out")
-    report.annotate("a", {"racksmith_health_verdict": "FIT"})
+    report.attach_golden({"hosts": {"a": {"verdict": "FIT", "reasons": []}}})
     text = report.render_text()
     assert "a  " in text and "GOLDEN" in text
     assert "b: discover: BMC 10.0.0.2:443 timed out" in text
@@ -101,9 +110,24 @@ def test_callback_writes_report_in_its_own_run_dir_without_secrets(tmp_path):
   gather_facts: false
   tags: [validate]
   tasks:
-    - name: verdict
+    - name: verdict (what the health role's golden_entry gives a FIT host)
       ansible.builtin.set_fact:
         racksmith_health_verdict: FIT
+        health_golden_entry: >-
+          {{ {'verdict': 'FIT'} | racksmith.core.golden_entry(host=inventory_hostname,
+             fitness=({'verdict': 'FIT'} | racksmith.core.health_fit(load_required=false))) }}
+- name: golden set
+  hosts: localhost
+  gather_facts: false
+  tags: [validate]
+  tasks:
+    - name: write it as validate.yml does
+      ansible.builtin.copy:
+        dest: "{{ lookup('env', 'RACKSMITH_RUN_DIR') }}/{{ item.key }}"
+        content: "{{ item.value }}"
+        mode: "0644"
+      loop: "{{ {'a': hostvars['a']} | racksmith.core.golden_inputs
+                | racksmith.core.golden_set | racksmith.core.golden_files | dict2items }}"
 """
     )
     run_dir = tmp_path / "run"

@@ -16,7 +16,7 @@ def _report() -> RunReport:
     for phase in ("preflight", "discover", "validate"):
         report.record(CONTROLLER, phase, "ok")
     report.record("gpu01", "discover", "ok")
-    report.annotate("gpu01", {"racksmith_health_verdict": "FIT"})
+    report.attach_golden({"hosts": {"gpu01": {"verdict": "FIT", "reasons": []}}})
     report.record("gpu02", "discover", "ok")  # never validated: INCOMPLETE
     return report
 
