@@ -182,3 +182,26 @@ def generate(run_dir: Path, hosts: int, *, seed: int = 7, fail_rate: float = 0.1
     }
     (run_dir / "golden-set.json").write_text(json.dumps(golden))
     return expected
+
+
+def chromium() -> str:
+    """Debian's chromium (scripts/setup.sh installs it); its absence is a failure, not a skip."""
+    import shutil
+
+    import pytest
+
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.fail("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
+
+
+def browser(*args: str):
+    """Headless Chromium with a virtual-time budget: scripts run, then the DOM or a shot."""
+    import subprocess
+
+    return subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--virtual-time-budget=3000", *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip

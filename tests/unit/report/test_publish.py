@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from report_support import generate
+from report_support import browser, generate
 
 from racksmith.report.publish import load_run, publish
 
@@ -161,29 +161,7 @@ def test_bad_run_directory_exits_2_naming_the_file(run_dir, setup, message):
 # -- a real browser -------------------------------------------------------------------------
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    pytest.fail("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
-
-
-def _browser(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            _chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--virtual-time-budget=3000",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+_browser = browser
 
 
 def test_html_in_headless_chromium_filters_and_screenshot(tmp_path):

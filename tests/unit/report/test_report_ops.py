@@ -9,7 +9,6 @@ import csv
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from report_support import generate
+from report_support import browser, generate
 
 from racksmith.report.publish import load_run, publish, ticket_urls
 from racksmith.triage import history
@@ -144,19 +143,7 @@ def test_report_json_only_reads(tmp_path):
 # -- a real browser --------------------------------------------------------------------------
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    pytest.fail("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
-
-
-def _browser(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--virtual-time-budget=3000", *args],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+_browser = browser
 
 
 def _dom_hosts(url: str) -> list[str]:
