@@ -1,10 +1,7 @@
-"""Ansible filter ``racksmith.core.gpu_install_plan``: the packages the GPU-host roles install
-for a package source and driver branch, or an error saying why that choice cannot be served.
-
-A thin adapter over :func:`racksmith.gpupkgs.plan`, where the names and the refusals live and
-are unit-tested (tests/unit/roles/test_gpupkgs.py) and resolved with apt against the recorded
-real package indexes.
-"""
+# racksmith.core GPU-host package filters (issue 20): thin adapters over racksmith.gpupkgs, where
+# the names per source and branch and the refusals live, are unit-tested
+# (tests/unit/roles/test_gpupkgs.py) and resolved with apt against the recorded real package
+# indexes. Each filter's documentation is the YAML file of its name beside this one.
 
 from __future__ import annotations
 
@@ -25,79 +22,6 @@ except ImportError as exc:  # the controller lacks the racksmith package: say so
     _IMPORT_ERROR: ImportError | None = exc
 else:
     _IMPORT_ERROR = None
-
-DOCUMENTATION = """
-  name: gpu_install_plan
-  author: racksmith developers
-  version_added: "0.1.0"
-  short_description: the GPU-host roles' packages for a source and driver branch
-  description:
-    - C(ubuntu) is Canonical's archive (precompiled modules through the kernel-flavour
-      metapackage; no exact versions, since the archive keeps only the newest), C(cuda) NVIDIA's
-      CUDA repository (DKMS with the flavour's headers; exact versions allowed).
-    - Refuses an exact version the source cannot serve, GPUDirect over inbox rdma-core with
-      nvidia-peermem, and DMA-BUF without the open kernel modules, each with the reason.
-  positional: _input
-  options:
-    _input:
-      description: the source, C(ubuntu) or C(cuda)
-      type: str
-      required: true
-    branch:
-      description: driver branch (C(535), C(580))
-      type: str
-      required: true
-    kernel_flavour:
-      description: the flavour of the kernel MAAS deploys (C(generic-hwe-22.04), C(nvidia))
-      type: str
-      default: generic-hwe-22.04
-    nvswitch:
-      description: NVSwitches on the PCI bus (fabric manager and NSCQ)
-      type: bool
-      default: true
-    nvlink5:
-      description: an NVLink 5 system (nvlsm)
-      type: bool
-      default: false
-    dcgm_major:
-      description: DCGM 3 or 4
-      type: int
-      default: 4
-    gdr:
-      description: C(doca), C(dmabuf) or C(none); C(inbox) is refused
-      type: str
-      default: doca
-    version:
-      description: exact driver version, or empty for the branch's newest
-      type: str
-      default: ""
-    modules:
-      description: C(open) or C(proprietary); empty takes the branch's default
-      type: str
-      default: ""
-    cuda_major:
-      description: the CUDA major DCGM 4 is built for
-      type: int
-      default: 12
-    toolkit_version:
-      description: exact NVIDIA container toolkit version, or empty
-      type: str
-      default: ""
-"""
-
-EXAMPLES = """
-- name: Decide the packages
-  ansible.builtin.set_fact:
-    _plan: "{{ 'ubuntu' | racksmith.core.gpu_install_plan(branch='580', nvswitch=true) }}"
-"""
-
-RETURN = """
-  _value:
-    description: >-
-      racksmith.gpupkgs.Plan as a dict: driver, fabricmanager, gdr, container_runtime, dcgm,
-      dcgm_exporter (apt specs), holds (names), cuda_repo_roles, pin, modules, version
-    type: dict
-"""
 
 
 def gpu_install_plan(source, branch, **options):
