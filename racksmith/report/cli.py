@@ -22,9 +22,8 @@ _EPILOG = """examples:
   racksmith report runs/20261130-064537-demo --skips
   racksmith report runs/20261130-064537-demo --json | jq '.summary'
   racksmith report runs/20261130-064537-demo --json | jq '.hosts[] | select(.skips != [])'
-  racksmith report runs/20261130-064537-demo \\
-      --prom-path /var/lib/node_exporter/textfile/racksmith.prom \\
-      --ticket-url 'https://jira.example.com/secure/CreateIssueDetails!init.jspa?pid=10000&issuetype=1&summary={summary}'
+  racksmith report runs/20261130-064537-demo --prom-path /var/lib/node-exporter/racksmith.prom
+  racksmith report runs/20261130-064537-demo --ticket-url 'https://t.example/new?s={summary}'
 """
 
 
