@@ -306,27 +306,12 @@ def plan(
     )
 
 
-def install_plan(
-    *,
-    source: str,
-    branch: str,
-    kernel_flavour: str = "generic-hwe-22.04",
-    nvswitch: bool = True,
-    nvlink5: bool = False,
-    dcgm_major: int = 4,
-    gdr: str = "doca",
-    version: str | None = None,
-    modules: str | None = None,
-    cuda_major: int = 12,
-    toolkit_version: str = "",
-) -> dict[str, list[str]]:
+def install_plan(**choice: object) -> dict[str, list[str]]:
     """Role name -> the apt install specs that role makes, in order (the contract the
-    apt-resolution test reads: NOTES.md)."""
-    chosen = plan(
-        source=source, branch=branch, kernel_flavour=kernel_flavour, nvswitch=nvswitch,
-        nvlink5=nvlink5, dcgm_major=dcgm_major, gdr=gdr, version=version, modules=modules,
-        cuda_major=cuda_major, toolkit_version=toolkit_version,
-    )  # fmt: skip
+    apt-resolution test reads: NOTES.md). Takes :func:`plan`'s keywords (``source``,
+    ``branch``, ``kernel_flavour``, ``nvswitch``, ``nvlink5``, ``dcgm_major``, ``gdr``,
+    ``version``, ...) and raises what it raises."""
+    chosen = plan(**choice)  # type: ignore[arg-type]
     return {
         "nvidia_driver": [*chosen.driver, *chosen.fabricmanager],
         "gdr": list(chosen.gdr),
