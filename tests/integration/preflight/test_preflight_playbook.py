@@ -113,3 +113,19 @@ def test_an_empty_inventory_fails(tmp_path):
     done = _run(tmp_path, _inventory(tmp_path, {}))
     assert done.returncode != 0
     assert "has no hosts" in done.stdout
+
+
+def test_a_run_without_an_inventory_says_how_to_pick_one(tmp_path):
+    """ansible.cfg names no rack (issue 24): without -i a run reads the empty placeholder and
+    preflight stops it, naming the choices, instead of acting on the lab's addresses."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    environment.update({"ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"})
+    environment["RACKSMITH_RUNS_DIR"] = str(tmp_path / "runs")  # the report callback's output
+    done = subprocess.run(
+        [PLAYBOOK, str(REPO / "playbooks" / "preflight.yml")],
+        capture_output=True, text=True, env=environment, check=False, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "no inventory chosen" in done.stdout and "-i inventory/lab/" in done.stdout
+    with open(REPO / "ansible.cfg") as cfg:
+        assert "inventory = inventory/unset.yml" in cfg.read()
