@@ -596,18 +596,32 @@ def _describe(finding: Finding) -> str:
     return f"{finding.name}: {finding.reason}"
 
 
-def quarantine_reasons(results: Sequence[Mapping[str, Any]], baseline: Baseline) -> dict[str, str]:
-    """Host -> why it is quarantined, for every QUARANTINED host: the drifted components with
-    their current and wanted versions, the action and what activates it. Hosts are named by
-    ``inventory_host`` when the results carry it (:func:`results_from_hostvars`)."""
-    reasons = {}
+def phase_verdicts(
+    results: Sequence[Mapping[str, Any]], baseline: Baseline
+) -> dict[str, dict[str, str]]:
+    """What the discover phase does with each host: ``quarantine`` (host -> reason, for every
+    QUARANTINED host: the drifted components with current and wanted versions, action and
+    activation) and ``warn`` (host -> reason: drift under ``on_drift: warn``, and UNKNOWN, which
+    is never compliant but is not proof of drift). Hosts are named by ``inventory_host`` when
+    the results carry it (:func:`results_from_hostvars`)."""
+    out: dict[str, dict[str, str]] = {"quarantine": {}, "warn": {}}
     for result, verdict in zip(results, evaluate(results, baseline), strict=True):
-        if verdict.quarantined:
+        host = str(result.get("inventory_host") or verdict.host)
+        if verdict.status == DRIFT:
             first: dict[str, Finding] = {}  # a component off by rule and by fleet: once
             for finding in verdict.findings:
                 if finding.status == DRIFT:
                     first.setdefault(finding.name, finding)
-            drift = [_describe(f) for f in first.values()]
-            host = str(result.get("inventory_host") or verdict.host)
-            reasons[host] = "firmware/BIOS drift from baseline: " + "; ".join(drift)
-    return reasons
+            drift = "; ".join(_describe(f) for f in first.values())
+            key = "quarantine" if verdict.quarantined else "warn"
+            out[key][host] = f"firmware/BIOS drift from baseline: {drift}"
+        elif verdict.status == UNKNOWN:
+            unknown = [_describe(f) for f in verdict.findings if f.status == UNKNOWN]
+            why = "; ".join([*verdict.reasons, *unknown])
+            out["warn"][host] = f"firmware/BIOS compliance UNKNOWN: {why}"
+    return out
+
+
+def quarantine_reasons(results: Sequence[Mapping[str, Any]], baseline: Baseline) -> dict[str, str]:
+    """Host -> why it is quarantined (:func:`phase_verdicts`' ``quarantine``)."""
+    return phase_verdicts(results, baseline)["quarantine"]

@@ -303,3 +303,20 @@ def test_quarantine_reasons_from_inventory_host_variables(result):
         "gpu02": "firmware/BIOS drift from baseline: "
         "HGX_FW_GPU_SXM_3 96.00.61.00.01 -> 96.00.89.00.01 (upgrade, ac-cycle)"
     }
+
+
+def test_phase_verdicts_warn_on_unknown_and_on_warned_drift(result):
+    ok, unread = result("nvidia-dgx-h100"), result("nvidia-dgx-h100")
+    unread["service_tag"], unread["inventory_host"] = "OTHER", "gpu09"
+    del unread["firmware"]
+    dgx = dict(DGX, firmware=[DGX["firmware"][0]], bios={})
+    verdicts = bl.phase_verdicts([ok, unread], baseline(dgx))
+    assert verdicts["quarantine"] == {}
+    assert verdicts["warn"] == {
+        "gpu09": "firmware/BIOS compliance UNKNOWN: "
+        "firmware inventory not read (discovery extra 'firmware')"
+    }
+    drifted = result("nvidia-dgx-h100")
+    _set_version(drifted, "HGX_FW_GPU_SXM_1", "96.00.61.00.01")
+    warned = bl.phase_verdicts([drifted], baseline(dict(dgx, on_drift="warn")))
+    assert warned["quarantine"] == {} and "HGX_FW_GPU_SXM_1" in warned["warn"]["1662923610124"]
