@@ -205,8 +205,8 @@ def _hpe_device_gpus(
     if not system.chassis_uris:
         return []
     chassis = client.get(system.chassis_uris[0])
-    uri = parse._path(chassis, "Oem", "Hpe", "Links", "Devices", "@odata.id")
-    if not isinstance(uri, str):
+    uri = parse.nested_link(chassis, "Oem", "Hpe", "Links", "Devices")
+    if uri is None:
         return []
     devices = [d for d in client.get_collection(uri) if str(d.get("DeviceType")).upper() == "GPU"]
     functions: dict[str, parse.Doc] = {}

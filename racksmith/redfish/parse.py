@@ -87,6 +87,12 @@ def link(doc: Doc, key: str) -> str | None:
     return None
 
 
+def nested_link(doc: Doc, *keys: str) -> str | None:
+    """The ``@odata.id`` at a path of keys (``Oem``, ``Hpe``, ``Links``, ``Devices``), or None."""
+    target = _path(doc, *keys, "@odata.id")
+    return target if isinstance(target, str) and target else None
+
+
 def links(doc: Doc, key: str) -> list[str]:
     """``@odata.id``s of a ``Links`` entry (``ManagedBy``, ``Chassis``), in order, de-duplicated."""
     value = _path(doc, "Links", key)
