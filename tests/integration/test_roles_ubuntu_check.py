@@ -64,6 +64,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # where python3-apt lives; the apt module re
 PRECOMPILED_KERNEL = "5.15.0-125-generic"  # the facts' kernel (flavour generic)
 NEWER_KERNEL = "5.15.0-126-generic"
 CUDA_VERSION = "580.95.05"  # hgx-jammy-cuda's exact pin (the CUDA repository keeps releases)
+RELEASE_SHA256 = "0" * 63 + "1"  # never compared: check mode fetches nothing
 
 #: host -> (facts fixture, facts that differ from it)
 _OTHER_HOST = {
@@ -101,7 +102,7 @@ ROLES = [
 ]
 ROLES_OF = {
     "hgx-jammy": ROLES,
-    "hgx-jammy-cuda": ["nvidia_driver"],
+    "hgx-jammy-cuda": ["nvidia_driver", "node_exporter"],
     "hgx-jammy-pinned": ["nvidia_driver"],
     "hgx-bookworm": ROLES,
 }
@@ -184,9 +185,18 @@ def _inventory(path: Path, sysfs: Path, mirror: Path) -> None:
     hosts = {host: {} for host in HOSTS}
     # configure.yml's own variable, per host: these two only need the driver role
     for host in ("hgx-jammy-cuda", "hgx-jammy-pinned"):
-        hosts[host]["racksmith_configure_roles"] = ["racksmith.core.nvidia_driver"]
+        hosts[host]["racksmith_configure_roles"] = [
+            f"racksmith.core.{role}" for role in ROLES_OF[host]
+        ]
     hosts["hgx-jammy-cuda"].update(
-        nvidia_driver_source="cuda", nvidia_driver_branch="580", nvidia_driver_version=CUDA_VERSION
+        nvidia_driver_source="cuda",
+        nvidia_driver_branch="580",
+        nvidia_driver_version=CUDA_VERSION,
+        # node_exporter from the upstream release at the site's mirror (here a file: nothing is
+        # fetched in check mode, and nothing is unpacked)
+        node_exporter_install_method="release",
+        node_exporter_release_url=f"file://{mirror}/node_exporter-1.9.1.linux-amd64.tar.gz",
+        node_exporter_release_sha256=RELEASE_SHA256,
     )
     # an exact version on Canonical's archive: preflight refuses it, saying why
     hosts["hgx-jammy-pinned"].update(nvidia_driver_version="580.95.05")
@@ -210,6 +220,12 @@ WRITE_TARGETS = (
     "/etc/systemd/system/nvidia-persistenced.service.d",
     "/etc/systemd/system/nvidia-persistenced.service.d/racksmith.conf",
     "/etc/udev/rules.d",
+    "/etc/default/node_exporter",
+    "/etc/systemd/system/node_exporter.service",
+    "/usr/local/bin/node_exporter",
+    "/var/cache/racksmith",
+    "/var/cache/racksmith/node_exporter.tar.gz",
+    "/usr/local/lib/racksmith/node_exporter-0000000000000000",
     "/etc/udev/rules.d/71-nvidia-dev-char.rules",
     "/etc/apt/sources.list.d/racksmith-cuda.list",
     "/etc/apt/sources.list.d/racksmith-nvidia-container-toolkit.list",
@@ -278,6 +294,8 @@ def check_run(tmp_path_factory):
     (mirror / "libnvidia-container").mkdir(parents=True)
     for key in (mirror / "libnvidia-container" / "gpgkey", mirror / "cuda.pub"):
         key.write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\n(test: never imported)\n")
+    # node_exporter's release at the "mirror": check mode neither fetches nor unpacks it
+    (mirror / "node_exporter-1.9.1.linux-amd64.tar.gz").write_bytes(b"(test: never unpacked)\n")
     (tmp / "apt").mkdir()
     cache = tmp / "facts"
     cache.mkdir()
@@ -825,3 +843,30 @@ def test_no_handler_reloads_systemd_without_the_detach_guard():
             first = next(h for h in handlers if h.get("listen") == handler["listen"])
             assert first["name"].startswith("Refuse to reload systemd"), (role, handler["name"])
             assert "71-nvidia-dev-char.rules" in str(first) or "dev_char_rule" in str(first)
+
+
+def test_node_exporter_from_the_upstream_release_at_the_sites_mirror(check_run):
+    """Before issue 20 node_exporter was jammy's 1.3.1 package only. The release method fetches
+    from the site's URL with the sha256 checked, unpacks into a directory named by it, and runs
+    its own hardened unit with the same flags."""
+    host = "hgx-jammy-cuda"
+    fetch = check_run.result(
+        host,
+        "node_exporter",
+        "Release | Fetch the release from the site's mirror and check its sha256",
+    )
+    assert fetch["invocation"]["module_args"]["checksum"] == f"sha256:{RELEASE_SHA256}"
+    assert fetch["invocation"]["module_args"]["url"].startswith("file://")
+    unit = check_run.result(host, "node_exporter", "Release | Write the exporter's unit")
+    after = unit["diff"][0]["after"]
+    assert "ExecStart=/usr/local/bin/node_exporter $ARGS" in after
+    assert "User=node-exp" in after and "ProtectSystem=strict" in after
+    flags = check_run.result(host, "node_exporter", "Configure | Write the exporter's flags")
+    assert flags["invocation"]["module_args"]["dest"] == "/etc/default/node_exporter"
+    # no package install ran, and nothing was unpacked in check mode
+    installs = [
+        r for role, name, r in check_run.tasks[host]
+        if role == "node_exporter" and name.startswith("Install |")
+    ]  # fmt: skip
+    assert installs and all(r.get("skipped") for r in installs)
+    assert check_run.result(host, "node_exporter", "Release | Unpack the binary").get("skipped")
