@@ -577,10 +577,11 @@ def results_from_hostvars(hostvars: Mapping[str, Mapping[str, Any]]) -> list[dic
     hosts to :func:`evaluate` / :func:`quarantine_reasons`."""
     out = []
     for host, variables in hostvars.items():
+        # only the redfish_* values are read (Ansible's hostvars template each value on access)
         result = {
-            key.removeprefix("redfish_"): value
-            for key, value in variables.items()
-            if key.startswith("redfish_")
+            str(key).removeprefix("redfish_"): variables[key]
+            for key in variables
+            if str(key).startswith("redfish_")
         }
         result["inventory_host"] = host
         out.append(result)
