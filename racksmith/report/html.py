@@ -173,6 +173,23 @@ def _skipped_section(skipped: list[tuple[Skip, list[str]]]) -> str:
     )
 
 
+def _firmware_section(matrix: list[dict]) -> str:
+    """The firmware matrix (component x version x host count; issue 21): a component on two
+    versions across the rack shows as two rows. Empty when no inventory was read."""
+    if not matrix:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{escape(str(r['component']))}</code></td>"
+        f"<td>{escape(str(r['version']))}</td><td>{r['hosts']}</td></tr>"
+        for r in matrix
+    )
+    return (
+        '<section id="firmware"><h2>Firmware</h2><table class="causes" id="firmware-matrix">'
+        f"<thead><tr><th>component</th><th>version</th><th>hosts</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></section>"
+    )
+
+
 def _options(values: list[str], labels: dict[str, str] | None = None) -> str:
     labels = labels or {}
     return "".join(
@@ -264,6 +281,7 @@ finished {escape(report.finished or "-")}; {escape(report.run_dir)}; {compared}<
 </tbody></table></section>
 <section id="golden"><h2>Golden set ({len(golden)})</h2>
 <ul class="golden-list">{golden_list}</ul></section>
+{_firmware_section(report.firmware_matrix())}
 <script>{_JS}</script>
 </body></html>
 """

@@ -55,6 +55,7 @@ HOST_VARS = (
     *(f"redfish_{k}" for k in _REDFISH_KEYS),
     "redfish_gpus",
     "redfish_nics",
+    "redfish_firmware",
     *MAAS_RESULTS,
 )
 
@@ -118,7 +119,26 @@ def redfish_facts(hostvars: Mapping[str, Any]) -> dict[str, Any]:
     for key, name in (("redfish_gpus", "gpu_count"), ("redfish_nics", "nic_count")):
         if isinstance(hostvars.get(key), list):
             out[name] = len(hostvars[key])
+    firmware = hostvars.get("redfish_firmware")  # discovery's extra "firmware" (issue 21)
+    if isinstance(firmware, list):
+        out["firmware"] = firmware_versions(firmware)
     return out
+
+
+def firmware_versions(items: list[Any]) -> dict[str, str]:
+    """Every firmware inventory member as ``component`` (``component [role: Id]`` for an image
+    that is not the running one: staged, backup, rollback) -> version ("?" when the BMC names
+    none); a component listed twice (Dell's Installed- and Current-) once."""
+    out: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, Mapping) or not item.get("component"):
+            continue
+        role = str(item.get("role") or "active")
+        name = str(item["component"])
+        if role != "active":
+            name = f"{name} [{role}: {item.get('id')}]"
+        out.setdefault(redact(name), redact(str(item.get("version") or "?")))
+    return dict(sorted(out.items()))
 
 
 def maas_triage(hostvars: Mapping[str, Any]) -> dict[str, Any]:
@@ -429,6 +449,7 @@ class RunReport:
             "controller": controller,
             "golden": self.golden_hosts(),
             "summary": self.summary(),
+            "firmware_matrix": self.firmware_matrix(),
         }
 
     def to_json(self) -> str:
@@ -441,6 +462,15 @@ class RunReport:
         for rec in self.machines():
             counts[rec.result] = counts.get(rec.result, 0) + 1
         return dict(sorted(counts.items()))
+
+    def firmware_matrix(self) -> list[dict[str, Any]]:
+        """Component x version x host count over the machines whose firmware inventory was
+        read (``facts.firmware``): a fleet on mixed versions shows as two rows."""
+        counts: dict[tuple[str, str], int] = {}
+        for rec in self.machines():
+            for component, version in (rec.facts.get("firmware") or {}).items():
+                counts[(component, version)] = counts.get((component, version), 0) + 1
+        return [{"component": c, "version": v, "hosts": n} for (c, v), n in sorted(counts.items())]
 
     def golden_hosts(self) -> list[str]:
         return [rec.name for rec in self.machines() if rec.result == "GOLDEN"]
