@@ -5,7 +5,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 try:
-    from racksmith.maas import userdata
+    from racksmith.maas import lifecycle, userdata
     from racksmith.phases import discover, preflight, validate
 except ImportError as exc:  # the controller lacks the racksmith package
     _IMPORT_ERROR: ImportError | None = exc
@@ -58,6 +58,14 @@ def hca_ports(hosts):
     return validate.hca_ports(hosts)
 
 
+def maas_release_text(erase, quick_erase=True):
+    """How reprovision says it will release a machine: the words of
+    racksmith.maas.lifecycle.ReleaseOptions.describe, the options maas_release is given."""
+    _need_library()
+    erase = bool(erase)
+    return lifecycle.ReleaseOptions(erase=erase, quick_erase=erase and bool(quick_erase)).describe()
+
+
 def hca_probe_argv(_ignored=None):
     _need_library()
     return list(validate.HCA_PROBE_ARGV)
@@ -86,5 +94,6 @@ class FilterModule:
             "golden_inputs": golden_inputs,
             "hca_ports": hca_ports,
             "hca_probe_argv": hca_probe_argv,
+            "maas_release_text": maas_release_text,
             "hca_guids": hca_guids,
         }

@@ -152,10 +152,15 @@ options:
     description:
       - Seconds between two progress lines on stderr while BMCs are read (BMCs answered,
         failed and pending, and the time taken); failed BMCs are named at once.
+      - C(RACKSMITH_PROGRESS_INTERVAL) sets every progress interval of a run (this one and the
+        report callback's); C(RACKSMITH_DISCOVER_PROGRESS_INTERVAL), the older name, is still read.
     type: float
     default: 10
     env:
+      # RACKSMITH_PROGRESS_INTERVAL is the one progress setting (the report callback's too); the
+      # older discovery-only name is still read, and the shared one wins when both are set.
       - name: RACKSMITH_DISCOVER_PROGRESS_INTERVAL
+      - name: RACKSMITH_PROGRESS_INTERVAL
   hostname:
     description:
       - Jinja2 template for the inventory hostname, over the un-prefixed facts

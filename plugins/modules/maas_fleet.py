@@ -205,6 +205,7 @@ try:
     from racksmith.maas.ansible import (
         BOOT_DISK_ARGS,
         CONNECTION_ARGS,
+        FLEET_HOST_ARGS,
         WAIT_ARGS,
         boot_disk_rule,
         connect,
@@ -219,18 +220,6 @@ try:
     RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
     RACKSMITH_IMPORT_ERROR = traceback.format_exc()
-
-HOST_OPTIONS = {
-    "name": {"type": "str", "required": True},
-    "pxe_mac": {"type": "str", "required": True},
-    "user_data": {"type": "str"},
-    "power_address": {"type": "str"},
-    "power_user": {"type": "str"},
-    "power_user_env": {"type": "str", "default": "RACKSMITH_BMC_USERNAME"},
-    "power_pass_env": {"type": "str", "default": "RACKSMITH_BMC_PASSWORD", "no_log": False},
-    "power_credentials_file": {"type": "str"},
-    "power_node_id": {"type": "str"},
-}
 
 
 def fleet_hosts(p: dict) -> list:
@@ -317,7 +306,7 @@ def main():
                 "type": "list",
                 "elements": "dict",
                 "required": True,
-                "options": HOST_OPTIONS,
+                "options": FLEET_HOST_ARGS,
             },
             "max_in_flight": {"type": "int"},
             "request_rate": {"type": "float", "default": 50.0},

@@ -50,6 +50,16 @@ POWER_ARGS: dict[str, dict[str, Any]] = {
 }
 
 
+#: One host of ``maas_fleet``: its selector, user data and BMC reference (the password itself
+#: only by reference: ``power_pass`` is not offered per host).
+FLEET_HOST_ARGS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "pxe_mac": {"type": "str", "required": True},
+    "user_data": {"type": "str"},
+    **{k: v for k, v in POWER_ARGS.items() if k not in ("power_type", "power_pass")},
+}
+
+
 def power_parameters(params: dict[str, Any]) -> dict[str, str]:
     """MAAS power parameters; user and password each resolved by :mod:`racksmith.credentials`
     (the value given, then ``power_user_env``/``power_pass_env``, then the file)."""
