@@ -141,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         t0 = time.monotonic()
         done = subprocess.run(
-            [str(BIN / "ansible-playbook"), "racksmith.core.site", "-i", f"{inventory}/"],
+            [str(BIN / "ansible-playbook"), "racksmith.core.site", "-i", f"{inventory}/",
+             # the lab's GPU stand-in replays captures kept in the checkout, not in the
+             # tarball (the role's default is relative to the checkout's playbooks/)
+             "-e", f"lab_gpu_standin_capture={REPO / 'tests' / 'fixtures' / 'h200-x2'}"],
             cwd=site, env=run_env, capture_output=True, text=True, check=False,
         )  # fmt: skip
         wall = time.monotonic() - t0
