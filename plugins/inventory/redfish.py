@@ -306,7 +306,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         except rs_credentials.CredentialsError as exc:
             raise AnsibleParserError(f"{path}: {exc}") from None
 
-    def _discover(self, config, path):
+    def _discovery_options(self, path):
+        """The targets, the discovery options and the CA bundle's path from the plugin's
+        options; a bad option is a parser error naming the file."""
         try:
             found = rs_targets.expand(
                 self.get_option("targets") or [],
@@ -335,6 +337,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             raise AnsibleParserError(f"{path}: ca_bundle {exc.filename}: {exc.strerror}") from None
         except (rs_targets.TargetError, ValueError, TypeError) as exc:
             raise AnsibleParserError(f"{path}: {exc}") from None
+        return found, options, ca_path
+
+    def _discover(self, config, path):
+        found, options, ca_path = self._discovery_options(path)
         creds = self._credentials(config, path)
         handler = _DisplayHandler(self.display)
         logger = logging.getLogger("racksmith.redfish")
@@ -375,9 +381,13 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             record["connection"] = connection
             record["group"] = result.group
             records.append(record)
+        self._say_outcome(records, len(found), started)
+        return records
+
+    def _say_outcome(self, records, targets, started):
         failed = [r for r in records if r["group"] != "bmc_ok"]
         # tests/bench/bench_redfish.py reads this line: keep "N/M BMCs ok in Ts" first
-        nodes = f" ({len(records)} hosts)" if len(records) != len(found) else ""
+        nodes = f" ({len(records)} hosts)" if len(records) != targets else ""
         self.display.v(
             f"redfish: {len(records) - len(failed)}/{len(records)} BMCs ok in "
             f"{time.monotonic() - started:.1f}s{nodes}"
@@ -391,7 +401,6 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 f"redfish: {len(failed)} of {len(records)} BMCs failed ({summary}); see "
                 "redfish_error"
             )
-        return records
 
     # -- inventory
 
