@@ -1,5 +1,6 @@
 """The MAAS simulator as a separate process (`racksmith lab maas`), and ansible-playbook runs
-against it with a static "Redfish" inventory plus the real MAAS inventory plugin."""
+against it with a static "Redfish" inventory plus the real MAAS inventory plugin. Shared by
+tests/integration/maas (no lab) and tests/integration/lab/test_maas_lab.py (needs the lab)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import yaml
 
 from racksmith.maas.auth import ApiKey
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 SPEED = "600"
 BMC_USER, BMC_PASSWORD = "root", "bmc-Secret-4711"
 
