@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"expected one run with report.json under {site / 'runs'}: {runs}")
         else:
             report = json.loads((runs[0] / "report.json").read_text())
+            report["summary"] = report.get("summary") or {}
             print(f"report: {report['summary']} ({runs[0]})")
             check = subprocess.run(
                 [str(BIN / "racksmith"), "lab", "check-run", str(runs[0])],
@@ -168,8 +169,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"check-run: {(check.stdout.strip().splitlines() or ['?'])[-1]}")
             if check.returncode:
                 problems.append(f"check-run: {check.stdout[-1500:]}{check.stderr[-500:]}")
-        if "RUN:  racksmith:" not in done.stdout.replace("\n", " "):
+        stats = done.stdout.partition("CUSTOM STATS:")[2]
+        if "racksmith.run-summary/v1" not in stats:
             problems.append("no racksmith run summary in the custom stats (set_stats)")
+        elif runs and f'"golden": {report["summary"].get("GOLDEN", 0)},' not in stats:
+            problems.append(f"the run summary disagrees with report.json: {stats[:600]}")
+        else:
+            print(f"set_stats: {' '.join(stats.split())[:300]}")
     except (RuntimeError, OSError, ValueError) as exc:
         problems.append(f"could not run: {exc}")
     finally:
