@@ -49,17 +49,14 @@ class Pair:
     links: list[int]  # indices into Topology.links, client side up then server side down
 
 
-@dataclass
-class BurnPlan:
-    stages: list[list[Pair]]
+class PlanFigures:
+    """Coverage and stage ratio, the same for a plan on assumed routes (:class:`BurnPlan`) and
+    one on the tables' traced paths (``pathplan.RoutedPlan``)."""
+
+    stages: list
     lower_bound: int
     inter_switch_links: int
     covered_inter_switch: int
-    hca_links: int
-    covered_hca: int
-    uncovered: list[int]
-    seed: int
-    levels: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
     def coverage(self) -> float:
@@ -70,6 +67,19 @@ class BurnPlan:
     @property
     def ratio(self) -> float:
         return len(self.stages) / self.lower_bound if self.lower_bound else 0.0
+
+
+@dataclass
+class BurnPlan(PlanFigures):
+    stages: list[list[Pair]]
+    lower_bound: int
+    inter_switch_links: int
+    covered_inter_switch: int
+    hca_links: int
+    covered_hca: int
+    uncovered: list[int]
+    seed: int
+    levels: dict[str, int] = field(default_factory=dict, repr=False)
 
 
 def levels_of(topo: Topology) -> dict[str, int]:

@@ -45,7 +45,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from racksmith.fabric.burnin import levels_of
+from racksmith.fabric.burnin import PlanFigures, levels_of
 from racksmith.fabric.lft import Tables
 from racksmith.fabric.model import HCA, SWITCH, Topology
 from racksmith.fabric.routes import Router
@@ -86,7 +86,7 @@ class RoutedPair:
 
 
 @dataclass
-class RoutedPlan:
+class RoutedPlan(PlanFigures):
     stages: list[list[RoutedPair]]
     lower_bound: int
     inter_switch_links: int
@@ -98,16 +98,6 @@ class RoutedPlan:
     seed: int
     adaptive: bool = False
     guarantees: list[str] = field(default_factory=list)
-
-    @property
-    def coverage(self) -> float:
-        return (
-            self.covered_inter_switch / self.inter_switch_links if self.inter_switch_links else 1.0
-        )
-
-    @property
-    def ratio(self) -> float:
-        return len(self.stages) / self.lower_bound if self.lower_bound else 0.0
 
 
 @dataclass

@@ -134,6 +134,21 @@ def _setup(
     return found, creds, client_options
 
 
+def _discovery_options(
+    args: argparse.Namespace, client_options: ClientOptions, extras: frozenset[str]
+) -> DiscoveryOptions:
+    """The discovery settings both discover and compliance take from the command line (an
+    unset --pxe-rule means the vendor profile's rules)."""
+    return DiscoveryOptions(
+        client=client_options,
+        concurrency=args.concurrency,
+        deadline=args.deadline,
+        pxe_rules=tuple(args.pxe_rules) if args.pxe_rules else None,
+        extras=extras,
+        vendor=args.vendor,
+    )
+
+
 def _emit(record: dict[str, Any]) -> None:
     print(json.dumps(record, sort_keys=False), flush=True)
 
@@ -165,14 +180,7 @@ def _table(results: list[BmcResult]) -> None:
 def _discover(args: argparse.Namespace) -> int:
     found, creds, client_options = _setup(args)
     try:
-        discovery = DiscoveryOptions(
-            client=client_options,
-            concurrency=args.concurrency,
-            deadline=args.deadline,
-            pxe_rules=tuple(args.pxe_rules) if args.pxe_rules else None,
-            extras=frozenset(args.extras or ()),
-            vendor=args.vendor,
-        )
+        discovery = _discovery_options(args, client_options, frozenset(args.extras or ()))
     except ValueError as exc:
         raise UsageError(f"redfish discover: {exc}") from None
     printer = DiscoveryPrinter(args.progress_interval)
@@ -199,13 +207,7 @@ def _compliance(args: argparse.Namespace) -> int:
     UNKNOWN); racksmith.redfish.compliance does the work."""
     found, creds, client_options = _setup(args)
     try:
-        discovery = DiscoveryOptions(
-            client=client_options,
-            concurrency=args.concurrency,
-            deadline=args.deadline,
-            pxe_rules=tuple(args.pxe_rules) if args.pxe_rules else None,
-            vendor=args.vendor,
-        )
+        discovery = _discovery_options(args, client_options, frozenset())
         return compliance.run(found, creds, discovery, args.baseline, as_json=args.json)
     except (ValueError, BaselineError) as exc:
         raise UsageError(f"redfish compliance: {exc}") from None
