@@ -38,11 +38,15 @@ PLAY = """
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every run directory and the history in the checkout's runs/, with size and mtime.
+    `make test` keeps its own lane logs in runs/test-*/ and appends to them while this test
+    runs: those are the test command's logs, not runs, so they are left out."""
     if not folder.exists():
         return {}
     return {
         str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
         for p in folder.rglob("*")
+        if not p.relative_to(folder).parts[0].startswith("test-")
     }
 
 
