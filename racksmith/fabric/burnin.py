@@ -99,24 +99,31 @@ def levels_of(topo: Topology) -> dict[str, int]:
     return level
 
 
+def components(topo: Topology, members: set[str]) -> dict[str, str]:
+    """guid -> a representative of its connected component, over links between ``members``
+    only (union-find)."""
+    parent = {g: g for g in members}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for link in topo.links:
+        a, b = link.a.guid, link.b.guid
+        if a in parent and b in parent:
+            parent[find(a)] = find(b)
+    return {g: find(g) for g in parent}
+
+
 def _groups(topo: Topology, level: dict[str, int], top: int) -> list[dict[str, int]]:
     """groups[k][guid]: connected component of ``guid`` among nodes of level <= k."""
     out: list[dict[str, int]] = []
     for k in range(top + 1):
-        parent = {g: g for g, lv in level.items() if lv <= k}
-
-        def find(x: str, parent: dict[str, str] = parent) -> str:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for link in topo.links:
-            a, b = link.a.guid, link.b.guid
-            if a in parent and b in parent:
-                parent[find(a)] = find(b)
+        roots = components(topo, {g for g, lv in level.items() if lv <= k})
         ids: dict[str, int] = {}
-        out.append({g: ids.setdefault(find(g), len(ids)) for g in parent})
+        out.append({g: ids.setdefault(root, len(ids)) for g, root in roots.items()})
     return out
 
 

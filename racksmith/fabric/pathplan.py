@@ -45,7 +45,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from racksmith.fabric.burnin import PlanFigures, levels_of
+from racksmith.fabric.burnin import PlanFigures, components, levels_of
 from racksmith.fabric.lft import Tables
 from racksmith.fabric.model import HCA, SWITCH, Topology
 from racksmith.fabric.routes import Router
@@ -243,21 +243,9 @@ def _mirror(topo: Topology, level: dict[str, int], leaf: dict[str, str]) -> list
     shift loads every link once; the planner only tries these pairs first and keeps those the
     traced paths allow."""
     top = max(level.values(), default=0)
-    parent = {g: g for g, lv in level.items() if 0 < lv < top}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for link in topo.links:
-        a, b = link.a.guid, link.b.guid
-        if a in parent and b in parent:
-            parent[find(a)] = find(b)
+    subtree = components(topo, {g for g, lv in level.items() if 0 < lv < top})
     first: dict[str, str] = {}  # subtree -> the name that sorts first in it
-    for g in parent:
-        root = find(g)
+    for g, root in subtree.items():
         if root not in first or topo.nodes[g].name < first[root]:
             first[root] = topo.nodes[g].name
     port: dict[str, int] = {}
@@ -268,7 +256,7 @@ def _mirror(topo: Topology, level: dict[str, int], leaf: dict[str, str]) -> list
 
     def key(h: str) -> tuple[str, str, int]:
         sw = leaf[h]
-        pod = first[find(sw)] if sw in parent else ""
+        pod = first[subtree[sw]] if sw in subtree else ""
         return (pod, topo.nodes[sw].name, port.get(h, 0))
 
     order = sorted(leaf, key=key)
