@@ -1,0 +1,1 @@
+"""Decisions the Ansible roles make, one module per role (their filters in plugins/filter/ are thin adapters)."""
