@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from racksmith import pacing
 from racksmith.redfish import parse, vendors
 from racksmith.redfish.client import RedfishClient, Response
 from racksmith.redfish.errors import ErrorKind, RedfishError
@@ -177,8 +178,13 @@ def power(
     poll: float = 2.0,
     vendor: str = vendors.AUTO,
     system_id: str | None = None,
+    pace: pacing.Pace | None = None,
 ) -> ActionResult:
-    """Bring the server to ``state`` and read the result back within ``wait`` seconds."""
+    """Bring the server to ``state`` and read the result back within ``wait`` seconds.
+
+    Every reset this sends first takes its slot in the fleet's power pacing
+    (:mod:`racksmith.pacing`; ``pace`` overrides the environment's setting): a rack restart is
+    spread out, never one burst at the fabric manager and the BMC network."""
     if state not in POWER_STATES:
         raise ValueError(f"power state must be one of {', '.join(POWER_STATES)}")
     info = system(client, vendor=vendor, system_id=system_id)
@@ -205,6 +211,7 @@ def power(
         raise _fail(
             client, ErrorKind.UNSUPPORTED, "system advertises no #ComputerSystem.Reset action"
         )
+    paced(client, f"ResetType {reset_type}", pace)
     response = client.post(info.reset_target, {"ResetType": reset_type})
     warnings: list[str] = []
     if response.status == 409 and any(ALREADY_ON in i for i in response.message_ids()):
@@ -232,6 +239,20 @@ def power(
         tuple(warnings),
         {"reset_type": reset_type},
     )
+
+
+def paced(client: RedfishClient, what: str, pace: pacing.Pace | None = None) -> float:
+    """Wait for this power action's slot in the fleet's pacing; a wait longer than what is left
+    of the per-BMC deadline is refused (``timeout``) before anything is sent."""
+    try:
+        chosen = pace or pacing.from_environment()
+        remaining = client.deadline.remaining()
+        budget = remaining if remaining != float("inf") else None
+        return pacing.wait_turn(chosen, f"{what} on {client.target}", budget=budget)
+    except pacing.PacingTimeout as exc:
+        raise _fail(client, ErrorKind.TIMEOUT, str(exc)) from None
+    except pacing.PacingError as exc:  # a wrong setting: said before any power action
+        raise _fail(client, ErrorKind.UNSUPPORTED, str(exc)) from None
 
 
 # -- one-time boot

@@ -158,6 +158,21 @@ class RedfishClient:
             ErrorKind.MALFORMED, f"GET {path}: more than {MAX_PAGES} pages", bmc=str(self.target)
         )
 
+    def get_response(self, path: str) -> Response:
+        """GET whose status the caller reads (a task monitor answers 202 while it runs, 404 once
+        the task is gone); only 401/403 raise."""
+        response = self._sender.send("GET", path, idempotent=True)
+        self._sender.raise_for_auth(response, f"GET {path}")
+        return response
+
+    def post_multipart(self, path: str, files: Mapping[str, Any]) -> Response:
+        """POST a multipart/form-data body (``files`` as ``requests`` takes it: name -> (file
+        name, bytes or file, content type)): a firmware push to ``MultipartHttpPushUri``. Never
+        retried after the BMC may have received it."""
+        response = self._sender.send("POST", path, idempotent=False, files=files)
+        self._sender.raise_for_auth(response, f"POST {path}")
+        return response
+
     def post(self, path: str, body: dict[str, Any]) -> Response:
         """POST (an action); the caller interprets the status (409 PSU501 is not an error)."""
         response = self._sender.send("POST", path, json=body, idempotent=False)

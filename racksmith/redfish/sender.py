@@ -212,10 +212,12 @@ class Sender:
         json: dict[str, Any] | None = None,
         idempotent: bool,
         headers: Mapping[str, str] | None = None,
+        files: Mapping[str, Any] | None = None,
     ) -> Response:
-        """One request with its retries: connection errors (safe requests only) and 503."""
+        """One request with its retries: connection errors (safe requests only) and 503.
+        ``files`` sends a multipart/form-data body instead of JSON (a firmware push)."""
         what = f"{method} {path}"
-        request = (method, self.url(path), json, dict(headers) if headers else None)
+        request = (method, self.url(path), json, dict(headers) if headers else None, files)
         attempt = busy_attempt = 0
         while True:
             try:
@@ -255,13 +257,16 @@ class Sender:
     def _attempt(
         self,
         what: str,
-        request: tuple[str, str, dict[str, Any] | None, dict[str, str] | None],
+        request: tuple[
+            str, str, dict[str, Any] | None, dict[str, str] | None, Mapping[str, Any] | None
+        ],
         *,
         idempotent: bool,
         attempt: int,
     ) -> Response:
         """One try: the answer, a final :class:`RedfishError`, or :class:`_Retry`."""
-        method, url, body, headers = request
+        method, url, body, headers, files = request
+        extra = {"files": dict(files)} if files else {}
         budget, limit = self._budget(what)
         started = time.monotonic()
         last_try = attempt >= self.options.retries
@@ -276,6 +281,7 @@ class Sender:
                 connect_timeout=self.options.connect_timeout,
                 read_timeout=self.options.read_timeout,
                 max_bytes=self.options.max_answer_bytes,
+                **extra,
             )
         except transport.BudgetExpired as exc:
             # Not retried: a slow BMC asked again only gets slower.

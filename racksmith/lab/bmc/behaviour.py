@@ -43,6 +43,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from racksmith.lab.bmc import identity
 from racksmith.lab.bmc.tree import ROOT, Variant
+from racksmith.lab.bmc.updates import DellUpdates, UpdateFaults
 from racksmith.lab.spec import Server
 
 SESSIONS = f"{ROOT}/SessionService/Sessions"
@@ -117,6 +118,7 @@ class Faults:
     clock_skew: float = 0.0
     clock_locked: bool = False  # DateTime PATCH refused (clock managed by the BMC's own NTP)
     boot_quirk: bool = False  # boot PATCH: 400 "depends on other attribute(s)", but applied
+    update: UpdateFaults = field(default_factory=UpdateFaults)  # firmware update misbehaviour
 
     @classmethod
     def from_spec(cls, names: Iterable[str]) -> Faults:
@@ -148,6 +150,8 @@ class Settings:
     session_timeout: float = 1800.0
     power_delay: float = 2.0
     initial_power: str = "Off"  # lab machines are off until MAAS powers them on
+    update_seconds: float = 5.0  # how long a firmware update task runs
+    bmc_reset_seconds: float = 5.0  # how long the BMC is gone after its own update
 
 
 @dataclass
@@ -238,6 +242,15 @@ class EmulatedBmc:
         self._stats_lock = threading.Lock()
         self.max_live_sessions = 0
         self._hidden: set[str] = set()
+        #: BIOS settings, jobs, firmware inventory and update tasks (updates.py); iDRAC only
+        self.updates: DellUpdates | None = None
+        if variant.vendor == "dell":
+            self.updates = DellUpdates(
+                self,
+                update_seconds=self.settings.update_seconds,
+                bmc_reset_seconds=self.settings.bmc_reset_seconds,
+                faults=self.faults.update,
+            )
         if self.faults.missing_gpu and variant.gpu_ids:
             self._hidden = set(variant.gpu_paths(variant.gpu_ids[-1]))
 
@@ -273,6 +286,12 @@ class EmulatedBmc:
     def _handle(self, method: str, target: str, headers: Mapping[str, str], body: bytes) -> Reply:
         if self.faults.hang:
             return Reply(0, action="hang")
+        if self.updates is not None:
+            if self.updates.down():  # resetting after (or during) a firmware update
+                return Reply(0, action="reset")
+            if self.updates.take_sessions_lost():
+                with self._lock:
+                    self._sessions.clear()  # a reset BMC forgets every session
         split = urlsplit(target)
         path = unquote(split.path).rstrip("/") or "/"
         if method == "POST" and path == SESSIONS:
@@ -298,6 +317,10 @@ class EmulatedBmc:
                     self._gets += 1
                     if self._gets % self.faults.reset_every == 0:
                         return Reply(0, action="reset")
+        if self.updates is not None:
+            handled = self.updates.handle(method, path, headers, body)
+            if handled is not None:
+                return handled
         if method == "GET":
             return self._get(path, split.query)
         layout = self.variant.layout
@@ -450,9 +473,13 @@ class EmulatedBmc:
             with self._lock:
                 session = self._sessions.get(path.rsplit("/", 1)[-1])
             return self._session_doc(session) if session else None
-        doc = self.variant.document(path)
+        doc = self.updates.resource(path) if self.updates is not None else None
+        if doc is None:
+            doc = self.variant.document(path)
         if doc is None:
             return None
+        if self.updates is not None:
+            self.updates.decorate(path, doc)
         members = doc.get("Members")
         if isinstance(members, list):
             kept = [m for m in members if not self._hidden_path(str(m.get("@odata.id", "")))]
@@ -552,6 +579,8 @@ class EmulatedBmc:
                     else "None"
                 )
                 self.boots.append((time.time(), target))
+                if self.updates is not None:
+                    self.updates.on_power_on()
                 if self._boot["BootSourceOverrideEnabled"] == "Once":
                     self._boot["BootSourceOverrideEnabled"] = "Disabled"
                     self._boot["BootSourceOverrideTarget"] = "None"

@@ -172,3 +172,12 @@ def _discover_capture(
 def discover_capture() -> Callable[..., tuple[tuple[HostOutcome, ...], int]]:
     """``discover_capture(name, extras=frozenset())`` -> (outcomes, requests)."""
     return _discover_capture
+
+
+@pytest.fixture(autouse=True)
+def _private_power_pacing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Power actions here are unpaced and use a private pacing file: tests of the fleet-wide
+    pace (test_redfish_pacing.py) set their own rate; others must not queue behind each other
+    or behind another process on the machine."""
+    monkeypatch.setenv("RACKSMITH_POWER_ACTIONS_PER_MINUTE", "0")
+    monkeypatch.setenv("RACKSMITH_POWER_PACING_FILE", str(tmp_path / "power-pacing"))
