@@ -10,13 +10,16 @@
 #   bench        every tests/bench/*.py with --quick (a smoke run: do the figures still print?)
 #   vm           the VM lane: the VM's own test, then `molecule test -s vm` of zfs_pool (the
 #                GPU-host roles on a qemu VM with its own kernel and disks), in the background
-#                beside the lab and bench lanes (docs/roles.md "The VM lane").
+#                beside all other lanes (docs/roles.md "The VM lane").
 #                RACKSMITH_TEST_VM=0 leaves it out of the default set.
 #
 # Usage: scripts/test.sh [LANE...]   (default: all lanes, in the order above)
 #
-# The image build (network and disk bound) runs alongside the static and unit lanes; the lab
-# lane waits for it. Every lane runs even after a failure; the command fails if any lane
+# The VM lane is the longest (one emulated core), so it starts first: the images (cached by
+# recipe; network and disk bound when not), `racksmith lab up` and the VM lane run in the
+# background from the start, beside the static, unit, integration and sanity lanes; the lab
+# lane waits for `lab up`. The other lanes run at nice RACKSMITH_TEST_NICE (default 5): on
+# two cores the emulated VM, starved, took 45 min (docs/roles.md "The VM lane"). Every lane runs even after a failure; the command fails if any lane
 # failed, prints a summary with each lane's wall time, and tears the lab down on exit
 # (normal, failure or Ctrl-C). A missing prerequisite (root for the lab) is a failure with a
 # reason, never a skip.
@@ -96,34 +99,16 @@ is_root() { [[ $(id -u) -eq 0 ]]; }
 build_image() { python -c 'from racksmith.lab import image; print(image.ensure_tree())'; }
 build_vm_image() { python -c 'from racksmith.lab import vm; print(vm.ensure_vm_image())'; }
 
-# --- image builds in the background (the lab lane needs them) ----------------------------------
+# The non-VM lanes yield to the VM lane (its qemu pins one core and each of its Ansible tasks
+# waits on the emulated guest): `nice` for their steps, not for the VM lane's.
+NICE=(nice -n "${RACKSMITH_TEST_NICE:-5}")
+
+# --- images, `lab up` and the VM lane, in the background from the start -----------------------
 # The test-host image (network and disk bound), then the VM lane's image made from it (kernel,
 # ZFS and driver DKMS modules compiled natively: minutes of CPU the first time, cached by recipe).
+LAB_UP_PID=
 if wants lab || wants vm; then
   if is_root; then
-    bg_step lab:image build_image
-    IMAGE_PID=$!
-    wants vm && bg_step vm:image build_vm_image  # waits on the image build's lock for its tree
-  else
-    fail_step lab:image "the lab lane needs root (debootstrap, bridge, netns, systemd-nspawn); run as root"
-  fi
-fi
-
-# --- static and unit lanes, meanwhile ---------------------------------------------------------
-if wants static; then
-  run_step static:ruff ruff check .
-  run_step static:ansible-lint env ANSIBLE_INVENTORY="$PWD/tests/lint/inventory.ini" ansible-lint --offline
-fi
-wants unit && run_step unit pytest -q -n auto -p no:cacheprovider tests/unit
-wants integration && run_step integration pytest -q -p no:cacheprovider -m "not lab" tests/integration
-wants sanity && run_step sanity scripts/sanity.sh
-
-# --- lab lane (and the VM lane beside it) ------------------------------------------------------
-if wants lab || wants vm; then
-  [[ -n ${IMAGE_PID:-} ]] && wait "$IMAGE_PID"
-  if [[ $(cat "$LOGS/lab:image.rc") != 0 ]]; then
-    fail_step lab:up "skipped running: the image build failed (see lab:image)"
-  else
     # A lab someone already runs (say, after `make demo`) is used and left running; only a lab
     # this script started is torn down at the end.
     if racksmith lab status --json 2>/dev/null \
@@ -132,12 +117,13 @@ if wants lab || wants vm; then
     else
       LAB_STARTED=1
     fi
-    if run_step lab:up racksmith lab up; then
-      # The VM lane beside everything else: its VM pins one core (qemu's emulation), the lab
-      # tests and the nspawn scenarios use the other.
-      if wants vm; then
-        ORDER+=(vm:pytest vm:molecule)
-        {
+    wants vm && bg_step vm:image build_vm_image  # waits on the image build's lock for its tree
+    ORDER+=(lab:image lab:up)
+    wants vm && ORDER+=(vm:pytest vm:molecule)
+    {
+      if step lab:image build_image && step lab:up racksmith lab up; then
+        # The VM lane: its VM pins one core (qemu's emulation); everything else shares the other.
+        if wants vm; then
           until [[ -e "$LOGS/vm:image.rc" ]]; do sleep 5; done
           if [[ $(cat "$LOGS/vm:image.rc") == 0 ]]; then
             step vm:pytest pytest -q -p no:cacheprovider -m lab tests/integration/lab/test_lab_vm.py
@@ -146,30 +132,54 @@ if wants lab || wants vm; then
             for v in vm:pytest vm:molecule; do echo 1 >"$LOGS/$v.rc"; echo 0 >"$LOGS/$v.secs"; done
             echo "--- vm:molecule FAILED: not run, the VM image build failed (see vm:image)"
           fi
-        } &
-        BG_PIDS+=($!)
+        fi
+      elif [[ ! -e "$LOGS/lab:up.rc" ]]; then
+        echo "skipped running: the image build failed (see lab:image)" >"$LOGS/lab:up.log"
+        echo 1 >"$LOGS/lab:up.rc"; echo 0 >"$LOGS/lab:up.secs"
+        echo "--- lab:up FAILED: not run, the image build failed (see lab:image)"
       fi
-    fi
-    if wants lab && [[ $(cat "$LOGS/lab:up.rc") == 0 ]]; then
-      # Serial: the lab tests share one bridge per module and the machine has 2 cores.
-      # The VM's own test belongs to the vm lane (below, when named).
-      run_step lab:pytest pytest -q -p no:cacheprovider -m lab tests/integration \
-        --ignore=tests/integration/lab/test_lab_vm.py
-      for scenario in roles/*/molecule/*/molecule.yml; do
-        [[ -e $scenario ]] || continue
-        role_dir=${scenario%/molecule/*}; name=$(basename "$(dirname "$scenario")")
-        # These roles' own scenarios run their verifies inside container_runtime's gpu_host
-        # scenario (all GPU-host roles converged together on two hosts): CI runs that one.
-        case "$(basename "$role_dir"):$name" in
-          node_exporter:default|dcgm:default|container_runtime:default|zfs_pool:default) continue ;;
-          zfs_pool:vm) continue ;;  # the vm lane
-        esac
-        # Molecule writes its own ansible.cfg; the project's (fact cache, report callback)
-        # must not leak into scenarios.
-        run_step "molecule:$(basename "$role_dir"):$name" \
-          env -u ANSIBLE_CONFIG bash -c "cd '$role_dir' && molecule test -s '$name'"
-      done
-    fi
+      if wants vm && [[ ! -e "$LOGS/vm:molecule.rc" ]]; then
+        for v in vm:pytest vm:molecule; do echo 1 >"$LOGS/$v.rc"; echo 0 >"$LOGS/$v.secs"; done
+        echo "--- vm:molecule FAILED: not run, the lab did not come up (see lab:image, lab:up)"
+      fi
+    } &
+    BG_PIDS+=($!)
+  else
+    fail_step lab:image "the lab lane needs root (debootstrap, bridge, netns, systemd-nspawn); run as root"
+  fi
+fi
+
+# --- static, unit, integration and sanity lanes, meanwhile -------------------------------------
+if wants static; then
+  run_step static:ruff "${NICE[@]}" ruff check .
+  run_step static:ansible-lint env ANSIBLE_INVENTORY="$PWD/tests/lint/inventory.ini" "${NICE[@]}" ansible-lint --offline
+fi
+wants unit && run_step unit "${NICE[@]}" pytest -q -n auto -p no:cacheprovider tests/unit
+wants integration && run_step integration "${NICE[@]}" pytest -q -p no:cacheprovider -m "not lab" tests/integration
+wants sanity && run_step sanity "${NICE[@]}" scripts/sanity.sh
+
+# --- lab lane ----------------------------------------------------------------------------------
+if wants lab && is_root; then
+  until [[ -e "$LOGS/lab:up.rc" ]]; do sleep 2; done
+  if [[ $(cat "$LOGS/lab:up.rc") == 0 ]]; then
+    # Serial: the lab tests share one bridge per module and the machine has 2 cores.
+    # The VM's own test belongs to the vm lane.
+    run_step lab:pytest "${NICE[@]}" pytest -q -p no:cacheprovider -m lab tests/integration \
+      --ignore=tests/integration/lab/test_lab_vm.py
+    for scenario in roles/*/molecule/*/molecule.yml; do
+      [[ -e $scenario ]] || continue
+      role_dir=${scenario%/molecule/*}; name=$(basename "$(dirname "$scenario")")
+      # These roles' own scenarios run their verifies inside container_runtime's gpu_host
+      # scenario (all GPU-host roles converged together on two hosts): CI runs that one.
+      case "$(basename "$role_dir"):$name" in
+        node_exporter:default|dcgm:default|container_runtime:default|zfs_pool:default) continue ;;
+        zfs_pool:vm) continue ;;  # the vm lane
+      esac
+      # Molecule writes its own ansible.cfg; the project's (fact cache, report callback)
+      # must not leak into scenarios.
+      run_step "molecule:$(basename "$role_dir"):$name" \
+        env -u ANSIBLE_CONFIG "${NICE[@]}" bash -c "cd '$role_dir' && molecule test -s '$name'"
+    done
   fi
 fi
 
@@ -177,7 +187,7 @@ fi
 if wants bench; then
   for bench in tests/bench/*.py; do
     [[ -e $bench ]] || continue
-    run_step "bench:$(basename "$bench" .py)" python "$bench" --quick
+    run_step "bench:$(basename "$bench" .py)" "${NICE[@]}" python "$bench" --quick
   done
 fi
 
