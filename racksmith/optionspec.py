@@ -12,7 +12,14 @@ equal what :func:`doc_fragment` produces. ``python -m racksmith.redfish.options`
 
 The option name is the one spelling everywhere: ``credentials_file`` in a module or an
 inventory file is ``--credentials-file`` on the command line. Older spellings stay accepted as
-``aliases`` (modules) or hidden CLI flags, and are documented as such.
+``aliases`` (modules) or ``deprecated`` CLI flags, which still work but print a one-line notice
+on stderr (never on stdout, so ``--json`` output stays pure JSON) and are left out of ``--help``.
+
+One dialect on the command line (issue 27): ``--credentials-file``, ``--insecure``,
+``--ca-bundle`` (``--ca-path`` beside it, as ``ca_path`` beside ``ca_bundle`` in modules and
+inventory files: :func:`ca_bundle_option` is the one definition), ``--connect-timeout`` /
+``--read-timeout`` / ``--deadline``, ``--progress-interval``, ``--yes`` for every destructive
+action and ``--json`` on every command that reports.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,13 +77,20 @@ class Option:
     elements: str | None = None
     required: bool = False
     no_log: bool | None = None
-    aliases: tuple[str, ...] = ()  # old spellings, still accepted
+    aliases: tuple[str, ...] = ()  # other spellings, accepted silently (``--x``: CLI only)
     cli: bool = True  # offered on the command line
     cli_type: Any = None  # argparse type; default from ``type``
     metavar: str | None = None
+    deprecated: tuple[str, ...] = ()  # old CLI flags: still work, with a notice on stderr
+    cli_flag: str | None = None  # the command-line flag, where it is not ``--name``/``--no-name``
+    cli_help: str | None = None  # help text for ``cli_flag`` (it may read opposite to the name)
 
     @property
     def flag(self) -> str:
+        if self.cli_flag:
+            return self.cli_flag
+        if self.type == "bool" and self.default:
+            return "--no-" + self.name.replace("_", "-")
         return "--" + self.name.replace("_", "-")
 
     def spec(self) -> dict[str, Any]:
@@ -109,21 +124,20 @@ class Option:
         """Add this option to an argparse parser (or argument group)."""
         # Ansible markup C(x) reads as plain x on a terminal; '%' is argparse's format marker.
         help_text = re.sub(r"\b[CIB]\(([^)]*)\)", r"\1", " ".join(self.description))
-        help_text = help_text.replace("%", "%%")
+        help_text = (self.cli_help or help_text).replace("%", "%%")
         aliases = [a for a in self.aliases if a.startswith("--")]
         if self.type == "bool":
-            if self.default:  # on by default: the flag turns it off
-                flags = ["--no-" + self.name.replace("_", "-"), *aliases]
-                parser.add_argument(
-                    *flags,
-                    dest=self.name,
-                    action="store_false",
-                    help=f"turn off (on by default): {help_text}",
-                )
-            else:
-                parser.add_argument(
-                    self.flag, *aliases, dest=self.name, action="store_true", help=help_text
-                )
+            on = bool(self.default)  # on by default: the flag turns it off
+            if on and not self.cli_help:
+                help_text = f"turn off (on by default): {help_text}"
+            action = parser.add_argument(
+                self.flag,
+                *aliases,
+                dest=self.name,
+                action="store_false" if on else "store_true",
+                help=help_text,
+            )
+            add_deprecated(parser, action, *self.deprecated)
             return
         kwargs: dict[str, Any] = {"dest": self.name, "help": help_text}
         if self.metavar or self.cli_type is seconds:
@@ -141,7 +155,71 @@ class Option:
             kwargs["help"] += " (default %(default)s)"
         if self.required:
             kwargs["required"] = True
-        parser.add_argument(self.flag, *aliases, **kwargs)
+        action = parser.add_argument(self.flag, *aliases, **kwargs)
+        add_deprecated(parser, action, *self.deprecated)
+
+
+class _DeprecatedFlag(argparse.Action):
+    """An old spelling of ``main``: does what ``main`` does, after a one-line notice on stderr
+    (stdout is left alone: with ``--json`` it carries JSON only)."""
+
+    def __init__(self, option_strings: list[str], dest: str, main: argparse.Action, **kwargs: Any):
+        self.main = main
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        print(
+            f"racksmith: {option_string} is deprecated; use {self.main.option_strings[0]}",
+            file=sys.stderr,
+        )
+        self.main(parser, namespace, values, self.main.option_strings[0])
+
+
+def add_deprecated(parser: argparse.ArgumentParser | Any, main: argparse.Action, *old: str) -> None:
+    """Accept each of ``old`` as a hidden, deprecated spelling of the option ``main`` (what
+    :meth:`argparse.ArgumentParser.add_argument` returned)."""
+    if not old:
+        return
+    parser.add_argument(
+        *old,
+        dest=main.dest,
+        action=_DeprecatedFlag,
+        main=main,
+        nargs=main.nargs,
+        type=main.type,
+        choices=main.choices,
+        metavar=main.metavar,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
+
+
+def deprecated_flags(parser: argparse.ArgumentParser) -> set[str]:
+    """The deprecated flags of ``parser`` (the CLI test keeps them out of the examples)."""
+    return {
+        flag
+        for action in parser._actions
+        if isinstance(action, _DeprecatedFlag)
+        for flag in action.option_strings
+    }
+
+
+#: ``ca_path`` is the name most Ansible collections give a CA file; racksmith's is
+#: ``ca_bundle``. Both are accepted everywhere (modules, inventory files, ``--ca-path``).
+CA_PATH_ALIASES = ("ca_path", "--ca-path")
+
+
+def ca_bundle_option(description: str) -> Option:
+    """The one definition of the CA file option, with its ``ca_path`` alias: Ansible resolves
+    the alias for modules (argument spec) and inventory plugins (documented ``aliases``),
+    argparse for the command line (same ``dest``)."""
+    return Option(
+        "ca_bundle",
+        "path",
+        (description, "C(ca_path) is accepted as another name for it."),
+        aliases=CA_PATH_ALIASES,
+        metavar="FILE",
+    )
 
 
 def argument_spec(options: Iterable[Option]) -> dict[str, dict[str, Any]]:

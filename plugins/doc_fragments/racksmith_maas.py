@@ -30,13 +30,25 @@ options:
     type: bool
     default: true
   ca_bundle:
-    description: CA bundle to verify MAAS's certificate with.
+    description:
+    - CA bundle to verify MAAS's certificate with.
+    - C(ca_path) is accepted as another name for it.
     type: path
-  timeout:
-    description: Seconds one request may take once connected (its whole answer, however
-      slowly it trickles in); connecting has its own 10 s.
+    aliases:
+    - ca_path
+  connect_timeout:
+    description: Seconds to wait for a connection to MAAS.
+    type: float
+    default: 10.0
+  read_timeout:
+    description:
+    - Seconds one request may take once connected (its whole answer, however slowly
+      it trickles in).
+    - C(timeout) is the old spelling, still accepted.
     type: float
     default: 30.0
+    aliases:
+    - timeout
   deadline:
     description: Seconds one API call may take with every retry and backoff; a MAAS
       that never answers fails within it. Status waits are bounded by C(wait_budgets)

@@ -35,8 +35,12 @@ options:
       is refused.
     type: path
   ca_bundle:
-    description: CA bundle to verify BMC certificates with (default the system store).
+    description:
+    - CA bundle to verify BMC certificates with (default the system store).
+    - C(ca_path) is accepted as another name for it.
     type: path
+    aliases:
+    - ca_path
   validate_certs:
     description: Verify BMC certificates. Set to false only to opt out; every BMC
       is then logged as insecure.

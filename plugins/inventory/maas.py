@@ -37,8 +37,11 @@ options:
     type: bool
     default: true
   ca_bundle:
-    description: CA bundle for MAAS's certificate.
+    description:
+      - CA bundle for MAAS's certificate.
+      - C(ca_path) is accepted as another name for it.
     type: str
+    aliases: [ca_path]
   statuses:
     description: Only machines in these statuses (lowercase names, e.g. C(deployed)); default all.
     type: list
@@ -51,12 +54,18 @@ options:
   private_key_file:
     description: SSH key set on deployed machines (C(${VAR:-default}) is expanded); unset leaves it.
     type: str
-  timeout:
+  connect_timeout:
+    description: Seconds to wait for a connection to MAAS.
+    type: float
+    default: 10
+  read_timeout:
     description:
       - Seconds one request may take once connected (its whole answer, however slowly it
-        trickles in); connecting has its own 10 s.
+        trickles in).
+      - C(timeout) is the old spelling, still accepted.
     type: float
     default: 30
+    aliases: [timeout]
   deadline:
     description:
       - Seconds the listing may take with every retry and backoff; a MAAS that never answers
@@ -134,9 +143,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             )
             verify = str(expand_path(ca_bundle)) if ca_bundle else self.get_option("validate_certs")
             statuses = [NodeStatus[s.upper()].filter_name for s in self.get_option("statuses")]
-            settings = {
-                name: self.get_option(name) for name in ("timeout", "deadline", "max_answer_bytes")
-            }
+            limits = ("connect_timeout", "read_timeout", "deadline", "max_answer_bytes")
+            settings = {name: self.get_option(name) for name in limits}
             with maas_options.client_for(creds, verify, settings) as client:
                 data = client.get("machines/", {"status": statuses} if statuses else None)
                 return [m.summary() for m in parse_machines(data)]

@@ -77,7 +77,9 @@ options:
     description:
       - CA bundle used to verify BMC certificates (C(${VAR:-default}) expanded).
       - Default is the system store.
+      - C(ca_path) is accepted as another name for it.
     type: str
+    aliases: [ca_path]
   validate_certs:
     description:
       - Set to false only to opt out of TLS verification.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from racksmith.maas import client
-from racksmith.optionspec import Option, positive_int, print_fragments, seconds
+from racksmith.optionspec import Option, ca_bundle_option, positive_int, print_fragments, seconds
 
 MAAS_URL = Option(
     "maas_url",
@@ -37,7 +37,8 @@ CREDENTIALS_FILE = Option(
         "It must be readable by its owner only (mode 0600 or stricter); otherwise it is refused.",
         "C(maas_credentials_file) is the old spelling, still accepted.",
     ),
-    aliases=("maas_credentials_file", "--credentials"),
+    aliases=("maas_credentials_file",),
+    deprecated=("--credentials",),
     metavar="FILE",
 )
 VALIDATE_CERTS = Option(
@@ -45,20 +46,30 @@ VALIDATE_CERTS = Option(
     "bool",
     ("Verify MAAS's TLS certificate.",),
     default=True,
-    aliases=("--insecure",),
+    cli_flag="--insecure",
+    cli_help="do not verify MAAS's TLS certificate",
+    deprecated=("--no-validate-certs",),
 )
-CA_BUNDLE = Option(
-    "ca_bundle", "path", ("CA bundle to verify MAAS's certificate with.",), metavar="FILE"
+CA_BUNDLE = ca_bundle_option("CA bundle to verify MAAS's certificate with.")
+CONNECT_TIMEOUT = Option(
+    "connect_timeout",
+    "float",
+    ("Seconds to wait for a connection to MAAS.",),
+    default=client.DEFAULT_TIMEOUT[0],
+    cli_type=seconds,
 )
-TIMEOUT = Option(
-    "timeout",
+READ_TIMEOUT = Option(
+    "read_timeout",
     "float",
     (
         "Seconds one request may take once connected (its whole answer, however slowly it"
-        " trickles in); connecting has its own 10 s.",
+        " trickles in).",
+        "C(timeout) is the old spelling, still accepted.",
     ),
     default=client.DEFAULT_TIMEOUT[1],
     cli_type=seconds,
+    aliases=("timeout",),
+    deprecated=("--timeout",),
 )
 DEADLINE = Option(
     "deadline",
@@ -100,7 +111,8 @@ CONNECTION = (
     CREDENTIALS_FILE,
     VALIDATE_CERTS,
     CA_BUNDLE,
-    TIMEOUT,
+    CONNECT_TIMEOUT,
+    READ_TIMEOUT,
     DEADLINE,
     MAX_ANSWER_BYTES,
 )
@@ -117,13 +129,14 @@ FRAGMENTS = {"DOCUMENTATION": CONNECTION + WAIT, "SELECTOR": SELECTOR}
 
 def client_for(creds: Any, verify: bool | str, settings: Any) -> client.MaasClient:
     """A client with the connection options of a module's params, a CLI namespace or an
-    inventory plugin (any mapping or object holding timeout/deadline/max_answer_bytes)."""
+    inventory plugin (any mapping or object holding connect_timeout/read_timeout/deadline/
+    max_answer_bytes; ``timeout``, the old name of ``read_timeout``, is still read)."""
     get = settings.get if isinstance(settings, dict) else lambda k: getattr(settings, k, None)
-    timeout = get("timeout") or TIMEOUT.default
+    read = get("read_timeout") or get("timeout") or READ_TIMEOUT.default
     return client.MaasClient(
         creds,
         verify=verify,
-        timeout=(min(10.0, timeout), timeout),
+        timeout=(get("connect_timeout") or CONNECT_TIMEOUT.default, read),
         deadline=get("deadline") or DEADLINE.default,
         max_answer_bytes=get("max_answer_bytes") or MAX_ANSWER_BYTES.default,
     )

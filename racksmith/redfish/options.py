@@ -9,7 +9,14 @@ same defaults (a unit test compares them), and the CLI options are generated fro
 from __future__ import annotations
 
 from racksmith import credentials
-from racksmith.optionspec import Option, count, positive_int, print_fragments, seconds
+from racksmith.optionspec import (
+    Option,
+    ca_bundle_option,
+    count,
+    positive_int,
+    print_fragments,
+    seconds,
+)
 from racksmith.redfish import pxe, vendors
 from racksmith.redfish.discover import DEFAULT_CONCURRENCY, DEFAULT_DEADLINE, EXTRAS
 from racksmith.transport import DEFAULT_MAX_BYTES
@@ -63,14 +70,11 @@ CREDENTIALS_FILE = Option(
         " lacks them (the lab's C(secrets/bmc.env)).",
         "It must be readable by its owner only (mode 0600 or stricter); otherwise it is refused.",
     ),
-    aliases=("--env-file",),
+    deprecated=("--env-file",),
     metavar="FILE",
 )
-CA_BUNDLE = Option(
-    "ca_bundle",
-    "path",
-    ("CA bundle to verify BMC certificates with (default the system store).",),
-    metavar="FILE",
+CA_BUNDLE = ca_bundle_option(
+    "CA bundle to verify BMC certificates with (default the system store)."
 )
 VALIDATE_CERTS = Option(
     "validate_certs",
@@ -80,7 +84,9 @@ VALIDATE_CERTS = Option(
         " insecure.",
     ),
     default=True,
-    aliases=("--insecure",),
+    cli_flag="--insecure",
+    cli_help="do not verify BMC certificates (each BMC is then logged as insecure)",
+    deprecated=("--no-validate-certs",),
 )
 SCHEME = Option(
     "scheme",

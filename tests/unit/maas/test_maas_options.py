@@ -50,9 +50,12 @@ def test_inventory_documents_the_same_options():
     inventory = yaml.safe_load(_load(REPO / "plugins" / "inventory" / "maas.py").DOCUMENTATION)
     theirs = inventory["options"]
     shared = doc_options(o for o in options.CONNECTION if o.name in theirs)
-    assert {"credentials_file", "timeout", "deadline", "validate_certs"} <= set(shared)
+    assert {"credentials_file", "read_timeout", "deadline", "validate_certs"} <= set(shared)
     for name, doc in shared.items():
         assert {doc["type"], theirs[name]["type"]} <= {"path", "str"} or (
             doc["type"] == theirs[name]["type"]
         )
         assert theirs[name].get("default") == doc.get("default"), name
+    # the other spellings an inventory file may use (issue 27: ca_path beside ca_bundle)
+    assert theirs["ca_bundle"]["aliases"] == ["ca_path"] == shared["ca_bundle"]["aliases"][:1]
+    assert theirs["read_timeout"]["aliases"] == ["timeout"] == shared["read_timeout"]["aliases"]

@@ -60,6 +60,7 @@ def test_inventory_documents_the_same_options():
         assert {doc["type"], theirs["type"]} <= {"path", "str"} or doc["type"] == theirs["type"]
         assert theirs.get("default") == doc.get("default"), name
         assert theirs.get("choices") == doc.get("choices"), name
+        assert theirs.get("aliases") == doc.get("aliases"), name
 
 
 def test_library_defaults_are_the_option_defaults():
