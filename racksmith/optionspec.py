@@ -204,6 +204,14 @@ def deprecated_flags(parser: argparse.ArgumentParser) -> set[str]:
     }
 
 
+def set_examples(parser: argparse.ArgumentParser, *examples: str) -> None:
+    """Give a command's ``--help`` its examples: whole command lines, ``# comment`` allowed.
+    ``tests/unit/cli/test_cli_examples.py`` parses every one against its command's parser,
+    and runs those that need nothing but the checkout."""
+    parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
 #: ``ca_path`` is the name most Ansible collections give a CA file; racksmith's is
 #: ``ca_bundle``. Both are accepted everywhere (modules, inventory files, ``--ca-path``).
 CA_PATH_ALIASES = ("ca_path", "--ca-path")

@@ -29,6 +29,7 @@ from racksmith.fabric import triage as triage_mod
 from racksmith.fabric.errors import FabricInputError, UfmError
 from racksmith.fabric.model import Topology
 from racksmith.fabric.routes import RouteError
+from racksmith.optionspec import add_deprecated, set_examples
 
 
 def _print_json(doc) -> None:
@@ -64,7 +65,7 @@ def cmd_cabling(args: argparse.Namespace) -> int:
 def _client(args: argparse.Namespace):
     from racksmith.fabric import ufm
 
-    creds = ufm.resolve(args.ufm_url, args.credentials)
+    creds = ufm.resolve(args.ufm_url, args.credentials_file)
     verify: bool | str = str(args.ca_bundle) if args.ca_bundle else not args.insecure
     return ufm.UfmClient(creds, verify=verify)
 
@@ -409,12 +410,18 @@ def register(subparsers) -> None:
     _hosts_arg(c)
     c.add_argument("--width", type=int, default=4, help="expected width where the plan has none")
     c.add_argument("--speed", default="NDR", help="expected speed where the plan has none")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="one JSON report on stdout")
+    set_examples(
+        c,
+        "racksmith fabric cabling --topology ibnetdiscover.txt --plan wiring.csv",
+        "racksmith fabric cabling --topology iblinkinfo.txt --plan wiring.csv --hosts hosts.json"
+        " --json",
+    )
     c.set_defaults(func=cmd_cabling)
 
     u = subparsers.add_parser(
         "ufm",
-        help="triage UFM events into ports to isolate; --apply/--restore through UFM's REST API",
+        help="triage UFM events into ports to isolate; --yes/--restore through UFM's REST API",
         description="Plan (dry-run by default) which links to isolate, both ends, from UFM events.",
     )
     u.add_argument("eventlog", nargs="?", metavar="EVENTLOG", help="UFM event.log")
@@ -423,11 +430,13 @@ def register(subparsers) -> None:
     u.add_argument(
         "--from-ufm", action="store_true", help="read GET /ufmRest/app/events instead of a file"
     )
-    u.add_argument(
-        "--apply",
+    apply = u.add_argument(
+        "--yes",
+        dest="apply",
         action="store_true",
-        help="isolate the planned ports through UFM, a ticket per link",
+        help="isolate the planned ports through UFM, a ticket per link (default: the plan only)",
     )
+    add_deprecated(u, apply, "--apply")
     u.add_argument(
         "--restore", action="store_true", help="re-enable the ports of tickets marked repaired"
     )
@@ -440,11 +449,28 @@ def register(subparsers) -> None:
         help="isolate through app/unhealthy_ports (default) or disable through actions",
     )
     u.add_argument("--ufm-url", metavar="URL", help="default: $UFM_URL")
-    u.add_argument(
-        "--credentials", metavar="FILE", help="KEY=VALUE file with UFM_USERNAME/UFM_PASSWORD (0600)"
+    creds = u.add_argument(
+        "--credentials-file",
+        metavar="FILE",
+        help="KEY=VALUE file with UFM_USERNAME/UFM_PASSWORD (0600)",
     )
+    add_deprecated(u, creds, "--credentials")
     u.add_argument("--insecure", action="store_true", help="do not verify UFM's TLS certificate")
-    u.add_argument("--ca-bundle", metavar="FILE")
+    u.add_argument(
+        "--ca-bundle",
+        "--ca-path",
+        metavar="FILE",
+        help="CA bundle to verify UFM's certificate with (default the system store)",
+    )
+    set_examples(
+        u,
+        "racksmith fabric ufm event.log --topology ibnetdiscover.txt --hosts hosts.json",
+        "racksmith fabric ufm --from-ufm --ufm-url https://ufm.example:443"
+        " --credentials-file ufm.env --json",
+        "racksmith fabric ufm event.log --topology ibnetdiscover.txt --tickets tickets/ --yes",
+        "racksmith fabric ufm --repaired T-0001 --tickets tickets/",
+        "racksmith fabric ufm --restore --tickets tickets/ --credentials-file ufm.env",
+    )
     u.set_defaults(func=cmd_ufm)
 
     b = subparsers.add_parser(
@@ -490,7 +516,14 @@ def register(subparsers) -> None:
     b.add_argument(
         "--burst-window", type=float, default=triage_mod.BURST_WINDOW, help=argparse.SUPPRESS
     )
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="JSON on stdout")
+    set_examples(
+        b,
+        "racksmith fabric burnin --topology ibnetdiscover.txt --hosts hosts.json --out burnin/",
+        "racksmith fabric burnin --topology ibnetdiscover.txt --routes ibdiagnet2.fdbs --json",
+        "racksmith fabric burnin --topology ibnetdiscover.txt --before before.txt"
+        " --after after.txt --seconds 1800 --json",
+    )
     b.set_defaults(func=cmd_burnin)
 
 

@@ -3,9 +3,10 @@
 Credentials come from ``MAAS_URL`` / ``MAAS_API_KEY`` or ``--credentials-file FILE`` (a
 ``KEY=VALUE`` file such as the lab's ``secrets/maas.env``, mode 0600); the key is never printed.
 Every API call ends within ``--deadline`` seconds (default 55), each request within
-``--timeout``; a MAAS that never answers fails in under a minute. Bad input exits 2, a failed
-operation 1, and a malformed answer from MAAS is an error message, never a traceback.
-Destructive commands (release, mark-broken) say what they will do and need ``--yes``.
+``--connect-timeout`` + ``--read-timeout``; a MAAS that never answers fails in under a minute.
+Bad input exits 2, a failed operation 1, and a malformed answer from MAAS is an error message,
+never a traceback. Destructive commands (deploy, release, mark-broken) say what they will do
+and need ``--yes``. Every command takes ``--json`` (stdout: JSON only).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from racksmith.maas.auth import resolve_credentials
 from racksmith.maas.client import MaasClient
 from racksmith.maas.errors import MaasConfigError, MaasError, MaasNotFound, MachineFailed
 from racksmith.maas.model import Machine, parse_events, parse_machines
-from racksmith.optionspec import add_arguments
+from racksmith.optionspec import add_arguments, add_deprecated, set_examples
 
 
 def _connect(args: argparse.Namespace) -> MaasClient:
@@ -74,11 +75,16 @@ def cmd_machines(args: argparse.Namespace, client: MaasClient) -> int:
 
 def cmd_show(args: argparse.Namespace, client: MaasClient) -> int:
     m = _machine(client, args.machine)
-    print(json.dumps(m.summary(), indent=2))
     data = client.get(
-        "events/", {"id": m.system_id, "level": args.level, "limit": args.limit}, op="query"
+        "events/", {"id": m.system_id, "level": args.level, "limit": args.events}, op="query"
     )
-    for event in reversed(parse_events(data)):
+    events = list(reversed(parse_events(data)))
+    if args.json:
+        lines = [event.line() for event in events]
+        print(json.dumps({"machine": m.summary(), "events": lines}, indent=2))
+        return 0
+    print(json.dumps(m.summary(), indent=2))
+    for event in events:
         print(event.line())
     return 0
 
@@ -103,11 +109,34 @@ def cmd_deploy(args: argparse.Namespace, client: MaasClient) -> int:
     options = lifecycle.DeployOptions(
         distro_series=args.distro, hwe_kernel=args.kernel, user_data=user_data
     )
+    if not args.yes:  # deploying writes the machine's disks: say what, then stop
+        plan = lifecycle.deploy(
+            client,
+            m,
+            _policy(args),
+            options,
+            redeploy_failed=args.redeploy_failed,
+            check_mode=True,
+        )
+        _say_plan(args, plan, f"{m.label} is {m.status.display}: nothing to deploy")
+        return 2 if plan.changed else 0
     outcome = lifecycle.deploy(
         client, m, _policy(args), options, redeploy_failed=args.redeploy_failed
     )
     print(json.dumps(outcome.as_dict(), indent=2))
     return 0
+
+
+def _say_plan(args: argparse.Namespace, plan, nothing: str) -> None:
+    """What a destructive command would do without ``--yes``: its actions (as JSON with
+    ``--json``), and how to go ahead on stderr."""
+    if args.json:
+        print(json.dumps({"would": plan.actions, "changed": plan.changed}, indent=2))
+    else:
+        for action in plan.actions or [nothing]:
+            print(action)
+    if plan.changed:
+        print("re-run with --yes to do it", file=sys.stderr)
 
 
 def cmd_release(args: argparse.Namespace, client: MaasClient) -> int:
@@ -116,11 +145,8 @@ def cmd_release(args: argparse.Namespace, client: MaasClient) -> int:
         erase=args.erase, secure_erase=args.secure, quick_erase=args.quick, comment=args.comment
     )
     plan = lifecycle.release(client, m, _policy(args), options, check_mode=True)
-    for action in plan.actions or [f"{m.label} is {m.status.display}: nothing to release"]:
-        print(action)
     if not plan.changed or not args.yes:
-        if plan.changed:
-            print("re-run with --yes to do it", file=sys.stderr)
+        _say_plan(args, plan, f"{m.label} is {m.status.display}: nothing to release")
         return 0 if not plan.changed else 2
     outcome = lifecycle.release(client, m, _policy(args), options)
     print(json.dumps(outcome.as_dict(), indent=2))
@@ -130,7 +156,9 @@ def cmd_release(args: argparse.Namespace, client: MaasClient) -> int:
 def cmd_mark_broken(args: argparse.Namespace, client: MaasClient) -> int:
     m = _machine(client, args.machine)
     if not args.yes:
-        print(f"would mark {m.label} ({m.status.display}) broken: {args.reason}; re-run with --yes")
+        would = f"would mark {m.label} ({m.status.display}) broken: {args.reason}"
+        print(json.dumps({"would": [would], "changed": True}) if args.json else would)
+        print("re-run with --yes to do it", file=sys.stderr)
         return 2
     print(json.dumps(machines.mark_broken(client, m, args.reason).as_dict(), indent=2))
     return 0
@@ -152,29 +180,69 @@ def _run(handler):
     return run
 
 
+_JSON_HELP = "stdout carries JSON only (the notices go to stderr)"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     common = argparse.ArgumentParser(add_help=False)
     add_arguments(common, (*options.CONNECTION, *options.WAIT))
 
-    def add(name: str, handler, help_text: str) -> argparse.ArgumentParser:
+    def add(name: str, handler, help_text: str, *examples: str) -> argparse.ArgumentParser:
         parser = subparsers.add_parser(
             name, parents=[common], help=help_text, description=help_text
         )
         parser.set_defaults(func=_run(handler))
+        set_examples(parser, *examples)
         return parser
 
-    p = add("machines", cmd_machines, "list machines with status, PXE MAC, IP and boot disk")
+    def yes(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--yes", action="store_true", help="do it (default: only say what would happen)"
+        )
+        parser.add_argument("--json", action="store_true", help=_JSON_HELP)
+
+    p = add(
+        "machines",
+        cmd_machines,
+        "list machines with status, PXE MAC, IP and boot disk",
+        "racksmith maas machines --credentials-file secrets/maas.env",
+        "racksmith maas machines --status failed_deployment --json",
+    )
     p.add_argument("--status", help="filter by status name (ready, deployed, failed_deployment...)")
-    p.add_argument("--json", action="store_true")
-    p = add("show", cmd_show, "one machine (by hostname, system id or MAC) and its recent events")
+    p.add_argument("--json", action="store_true", help="a JSON list of machines on stdout")
+    p = add(
+        "show",
+        cmd_show,
+        "one machine (by hostname, system id or MAC) and its recent events",
+        "racksmith maas show gpu01",
+        "racksmith maas show 52:54:00:12:34:56 --level DEBUG --events 100 --json",
+    )
     p.add_argument("machine")
-    p.add_argument("--level", default="INFO")
-    p.add_argument("--limit", type=int, default=30)
-    p = add("triage", cmd_triage, "collect events and logs of a failed machine and name the cause")
+    p.add_argument("--level", default="INFO", help="lowest event level shown (default INFO)")
+    events = p.add_argument(
+        "--events", type=int, default=30, metavar="N", help="newest N events (default 30)"
+    )
+    add_deprecated(p, events, "--limit")
+    p.add_argument("--json", action="store_true", help="one JSON object: machine and events")
+    p = add(
+        "triage",
+        cmd_triage,
+        "collect events and logs of a failed machine and name the cause",
+        "racksmith maas triage gpu03 --json",
+        "racksmith maas triage 4y3h8a --deadline 30",
+    )
     p.add_argument("machine")
-    p = add("deploy", cmd_deploy, "deploy a Ready machine and wait for Deployed")
+    p.add_argument("--json", action="store_true", help=_JSON_HELP + " (the default output)")
+    p = add(
+        "deploy",
+        cmd_deploy,
+        "deploy a Ready machine and wait for Deployed; needs --yes",
+        "racksmith maas deploy gpu01           # says what it would do, changes nothing",
+        "racksmith maas deploy gpu01 --kernel hwe-22.04 --user-data user-data.yml --yes",
+        "racksmith maas deploy gpu02 --redeploy-failed --yes --json",
+    )
     p.add_argument("machine")
-    p.add_argument("--distro", default="jammy")
+    p.add_argument("--distro", default="jammy", help="Ubuntu series (default jammy)")
     p.add_argument("--kernel", help="HWE kernel, e.g. hwe-22.04 (default: MAAS's)")
     p.add_argument("--user-data", metavar="FILE", help="cloud-init user data")
     p.add_argument(
@@ -182,16 +250,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="release and redeploy a machine in Failed deployment",
     )
-    p = add("release", cmd_release, "release a machine (optionally erasing disks); needs --yes")
-    p.add_argument("machine")
-    p.add_argument("--erase", action="store_true")
-    p.add_argument("--secure", action="store_true", help="secure erase (with --erase)")
-    p.add_argument("--quick", action="store_true", help="quick erase (with --erase)")
-    p.add_argument("--comment")
-    p.add_argument("--yes", action="store_true", help="do it (default: only say what would happen)")
+    yes(p)
     p = add(
-        "mark-broken", cmd_mark_broken, "quarantine a machine in MAAS with a reason; needs --yes"
+        "release",
+        cmd_release,
+        "release a machine (optionally erasing disks); needs --yes",
+        "racksmith maas release gpu01 --erase --quick   # says what it would do",
+        "racksmith maas release gpu01 --erase --secure --comment 'RMA 4411' --yes --json",
     )
     p.add_argument("machine")
-    p.add_argument("--reason", required=True)
-    p.add_argument("--yes", action="store_true")
+    p.add_argument("--erase", action="store_true", help="erase the disks on release")
+    p.add_argument("--secure", action="store_true", help="secure erase (with --erase)")
+    p.add_argument("--quick", action="store_true", help="quick erase (with --erase)")
+    p.add_argument("--comment", help="the release comment MAAS records")
+    yes(p)
+    p = add(
+        "mark-broken",
+        cmd_mark_broken,
+        "quarantine a machine in MAAS with a reason; needs --yes",
+        "racksmith maas mark-broken gpu03 --reason 'GPU 5 fell off the bus'",
+        "racksmith maas mark-broken gpu03 --reason 'xid 79' --yes --json",
+    )
+    p.add_argument("machine")
+    p.add_argument("--reason", required=True, help="why (MAAS keeps it with the machine)")
+    yes(p)

@@ -8,9 +8,10 @@ prints one JSON object per BMC (``bmc``, ``service_tag``, ``serial``, ``model``,
 ``gpus``, ``error`` and more) and exits 0 only when every BMC answered with complete facts.
 
 ``power``, ``boot-once`` and ``clock`` act on BMCs named explicitly (no CIDRs or ranges), say
-what they will do first, and support ``--dry-run``. Switching servers off, cycling or restarting
-them also needs ``--yes``. Passwords come from an environment variable (or an env file), never
-from the command line.
+what they will do first, and support ``--dry-run``; they print one JSON object per BMC (``--json``
+says so explicitly). Switching servers off, cycling or restarting them needs ``--yes``, and so
+does setting a BMC's clock (``--set`` is the old spelling). Passwords come from an environment
+variable (or a credentials file), never from the command line.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from racksmith import credentials
 from racksmith.errors import UsageError
-from racksmith.optionspec import add_arguments, seconds
+from racksmith.optionspec import add_arguments, add_deprecated, seconds, set_examples
 from racksmith.redfish import actions, compliance, options, targets
 from racksmith.redfish.baseline import BaselineError
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
@@ -53,9 +54,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="count", default=0)
 
 
+_ACTION_JSON = "one JSON object per BMC on stdout (this command's only output format)"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "discover", help="query BMCs for identity, NICs, GPUs, firmware and power"
+    )
+    set_examples(
+        p,
+        "racksmith redfish discover --bmc 10.1.0.0/24 --credentials-file /etc/racksmith/bmc.env",
+        "racksmith redfish discover --bmc 10.1.0.11 --bmc 10.1.0.12:8443 --ca-bundle bmc-ca.pem"
+        " --deadline 60 --json",
+        "racksmith redfish discover --bmc 10.1.0.10-10.1.0.41 --extra firmware"
+        " --progress-interval 30 --json",
     )
     _common(p)
     p.add_argument(
@@ -76,6 +88,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compliance",
         help="judge firmware and BIOS against a baseline file (read-only; docs/firmware.md)",
     )
+    set_examples(
+        p,
+        "racksmith redfish compliance --bmc 10.1.0.0/24 --baseline firmware-baseline.yml",
+        "racksmith redfish compliance --bmc 10.1.0.11 --baseline firmware-baseline.yml --json",
+    )
     _common(p)
     p.add_argument("--baseline", required=True, metavar="FILE", help="the site's baseline YAML")
     p.add_argument("--json", action="store_true", help="one JSON report on stdout")
@@ -85,6 +102,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "power", help="power servers on/off/cycle/restart, reading the result back"
     )
+    set_examples(
+        p,
+        "racksmith redfish power on --bmc 10.1.0.11 --credentials-file /etc/racksmith/bmc.env",
+        "racksmith redfish power cycle --bmc 10.1.0.11 --dry-run   # says what it would do",
+        "racksmith redfish power off --bmc 10.1.0.11 --bmc 10.1.0.12 --wait 300 --yes --json",
+    )
     _common(p)
     p.add_argument("state", choices=actions.POWER_STATES)
     p.add_argument(
@@ -92,24 +115,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     p.add_argument("--yes", action="store_true", help="confirm off/cycle/restart")
+    p.add_argument("--json", action="store_true", help=_ACTION_JSON)
     options.SYSTEM.add_to(p)
     p.set_defaults(func=_power)
 
     p = subparsers.add_parser(
         "boot-once", help="set a one-time boot override (default PXE) and read it back"
     )
+    set_examples(
+        p,
+        "racksmith redfish boot-once --bmc 10.1.0.11",
+        "racksmith redfish boot-once --bmc 10.1.0.11 --target Hdd --mode UEFI --dry-run --json",
+    )
     _common(p)
     p.add_argument("--target", default="Pxe", help="boot source (default Pxe)")
     p.add_argument("--mode", choices=("UEFI", "Legacy"), help="boot mode to request with it")
-    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
+    p.add_argument("--json", action="store_true", help=_ACTION_JSON)
     options.SYSTEM.add_to(p)
     p.set_defaults(func=_boot)
 
-    p = subparsers.add_parser("clock", help="report BMC clock skew; --set corrects it")
+    p = subparsers.add_parser("clock", help="report BMC clock skew; --yes corrects it")
+    set_examples(
+        p,
+        "racksmith redfish clock --bmc 10.1.0.11 --max-skew 2",
+        "racksmith redfish clock --bmc 10.1.0.11 --bmc 10.1.0.12 --yes --json",
+    )
     _common(p)
     p.add_argument("--max-skew", type=seconds, default=5.0, help="seconds tolerated (default 5)")
-    p.add_argument("--set", action="store_true", help="set the BMC clock when skewed")
-    p.add_argument("--dry-run", action="store_true")
+    fix = p.add_argument(
+        "--yes", dest="set", action="store_true", help="set the BMC clock when skewed"
+    )
+    add_deprecated(p, fix, "--set")
+    p.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
+    p.add_argument("--json", action="store_true", help=_ACTION_JSON)
     p.set_defaults(func=_clock)
 
 
