@@ -110,6 +110,12 @@ RUN_HOSTS = ("hgx-jammy", "hgx-jammy-cuda", "hgx-bookworm")  # the refused host 
 
 #: the roles that read the PCI bus (through <role>_sysfs_root)
 PCI_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm")
+#: roles whose one read of the host (racksmith.hostprobe) has the PCI bus as a section
+SECTION_PROBES = {
+    "container_runtime": (
+        "Preflight | Read the PCI bus, the data root's filesystem, daemon.json and apt's view"
+    ),
+}
 
 
 def _apt(root: Path) -> dict[str, str]:
@@ -389,11 +395,13 @@ FM_TASK = (
     f"Fabric manager | {WOULD}",
 )
 GDR_TASK = ("gdr", "GDR | Install the distribution's RDMA stack (DMA-BUF)", f"GDR | {WOULD}")
-DOCKER_TASK = ("container_runtime", "Docker | Install Docker", f"Docker | {WOULD}")
-TOOLKIT_TASK = (
+#: container_runtime installs Docker and the toolkit in one apt task; one debug says what check
+#: mode cannot ask apt about (and, when it differs, why the storage driver does)
+CONTAINER_TASK = (
     "container_runtime",
-    "Toolkit | Install the toolkit at the pinned version",
-    f"Toolkit | {WOULD}",
+    "Install Docker and the toolkit at the pinned versions",
+    "Preflight | Say why the storage driver differs from the site's, and what check mode cannot"
+    " ask apt about",
 )
 DCGM_TASK = ("dcgm", "Install | Install DCGM", f"Install | {WOULD}")
 NODE_TASK = (
@@ -415,8 +423,7 @@ EXPECTED = {
         ],
         FM_TASK: ["nvidia-fabricmanager-580", "libnvidia-nscq-580"],
         GDR_TASK: ["rdma-core", "ibverbs-utils"],
-        DOCKER_TASK: ["docker.io"],  # before: docker.io=24.0.7-0ubuntu2~22.04.1
-        TOOLKIT_TASK: TOOLKIT,
+        CONTAINER_TASK: ["docker.io", *TOOLKIT],  # before: docker.io=24.0.7-0ubuntu2~22.04.1
         DCGM_TASK: DCGM4,  # before: datacenter-gpu-manager=1:3.3.9, dcgm-exporter=3.3.9-3.6.1
         NODE_TASK: ["prometheus-node-exporter"],
     },
@@ -445,8 +452,7 @@ EXPECTED = {
         ],
         FM_TASK: ["nvidia-fabricmanager-535", "libnvidia-nscq-535"],
         GDR_TASK: ["rdma-core", "ibverbs-utils"],
-        DOCKER_TASK: ["docker.io=20.10.24+dfsg1-1+deb12u1+b6"],
-        TOOLKIT_TASK: TOOLKIT,
+        CONTAINER_TASK: ["docker.io=20.10.24+dfsg1-1+deb12u1+b6", *TOOLKIT],
         DCGM_TASK: DCGM4,
         NODE_TASK: ["prometheus-node-exporter"],
     },
@@ -455,18 +461,26 @@ EXPECTED = {
 
 def _planned(run, host: str, task: tuple[str, str, str]) -> list[str]:
     """What an install asked for: the apt task's package list where apt knew the packages (it
-    ran in check mode), else the specs of the check-mode report ("would install [...]")."""
+    ran in check mode), then the specs of the check-mode report ("would install [...]") for
+    those it did not know. No package is both installed and reported."""
     role, install, report = task
     apt = run.result(host, role, install)
     said = run.result(host, role, report)
-    if not apt.get("skipped"):
-        assert said.get("skipped"), (host, install, "both installed and reported")
-        return _requested(apt)
-    assert said["msg"].startswith(f"{role} would install "), said["msg"]
-    listed = said["msg"].removeprefix(f"{role} would install ").split("; apt does not know")[0]
-    if not listed.startswith("["):
-        return [listed]  # one package, named as it is
-    return json.loads(listed.replace("'", '"'))
+    installed = [] if apt.get("skipped") else _requested(apt)
+    messages = [] if said.get("skipped") else said["msg"]
+    reported = []
+    # a list where one debug says several things (container_runtime: the storage driver too)
+    for msg in [messages] if isinstance(messages, str) else messages:
+        if isinstance(messages, str):
+            assert msg.startswith(f"{role} would install "), msg
+        elif not msg.startswith(f"{role} would install "):
+            continue
+        listed = msg.removeprefix(f"{role} would install ").split("; apt does not know")[0]
+        # one package, named as it is, or a list
+        reported += json.loads(listed.replace("'", '"')) if listed.startswith("[") else [listed]
+    assert installed or reported, (host, install, "neither installed nor reported")
+    assert not set(installed) & set(reported), (host, install, "both installed and reported")
+    return installed + reported
 
 
 @pytest.mark.parametrize("host", RUN_HOSTS)
@@ -612,11 +626,16 @@ def test_docker_is_set_up_for_training(check_run, host):
     )["diff"][0]["after"]
     ulimits = json.loads(daemon)["default-ulimits"]
     assert ulimits["memlock"] == {"Name": "memlock", "Hard": -1, "Soft": -1}
-    rule = check_run.result(
-        host,
-        "container_runtime",
-        "Toolkit | Create the NVIDIA device-node symlinks whenever the driver loads",
-    )["diff"][0]
+    (rule,) = [
+        item["diff"][0]
+        for item in check_run.result(
+            host,
+            "container_runtime",
+            "Toolkit | Add the repository (signed-by) and the udev rule that links the NVIDIA"
+            " device nodes",
+        )["results"]
+        if item["item"]["dest"].startswith("/etc/udev/")
+    ]
     assert rule["after_header"] == "/etc/udev/rules.d/71-nvidia-dev-char.rules"
     assert "nvidia-ctk system create-dev-char-symlinks --create-all" in rule["after"]
 
@@ -628,7 +647,6 @@ VARS_FILES = {
         "nvidia_driver": "Ubuntu-22.yml",
         "gdr": "Ubuntu.yml",
         "zfs_pool": "Ubuntu.yml",
-        "container_runtime": "Ubuntu-22.yml",
         "dcgm": "Ubuntu-22.yml",
         "node_exporter": "Debian.yml",
     },
@@ -636,7 +654,6 @@ VARS_FILES = {
         "nvidia_driver": "Debian-12.yml",
         "gdr": "Debian.yml",
         "zfs_pool": "Debian.yml",
-        "container_runtime": "Debian-12.yml",
         "dcgm": "Debian-12.yml",
         "node_exporter": "Debian.yml",
     },
@@ -665,6 +682,12 @@ def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
     applies = "Preflight | Decide whether the driver and fabric manager apply"
     assert check_run.fact(host, "nvidia_driver", applies, "_nvidia_driver_fm_applies") is True
     for role in [role for role in PCI_ROLES if role in ROLES_OF[host]]:
+        if role in SECTION_PROBES:  # the PCI bus is one section of the role's one read
+            read = check_run.result(host, role, SECTION_PROBES[role])
+            assert f"for d in {check_run.sysfs}/bus/pci/devices/*;" in read["cmd"][-1]
+            pci = read["stdout"].split("### racksmith-probe:pci\n")[1].split("### ")[0]
+            assert len(pci.splitlines()) == 50
+            continue
         (probe,) = [r for ro, n, r in check_run.tasks[host] if ro == role and n.startswith(PROBE)]
         assert f"for d in {check_run.sysfs}/bus/pci/devices/*;" in probe["cmd"][-1]
         assert len(probe["stdout_lines"]) == 50
@@ -676,10 +699,11 @@ def test_gdr_the_toolkit_and_dcgm_apply_by_the_pci_bus(check_run, host):
     """GPUs and ConnectX-7 InfiniBand on the bus: GDR, the toolkit and DCGM all apply."""
     gdr = check_run.result(host, "gdr", "Preflight | Decide whether GPUDirect RDMA applies here")
     assert gdr["ansible_facts"]["_gdr_skip_reason"] == ""
-    assert check_run.fact(
-        host, "container_runtime", "Preflight | Decide whether the toolkit applies here",
-        "_container_runtime_toolkit_applies",
-    ) is True  # fmt: skip
+    # the toolkit applies: no skip said, and the install asks for it (EXPECTED)
+    assert check_run.result(
+        host, "container_runtime", "Say why the NVIDIA toolkit is skipped on this host"
+    ).get("skipped")
+    assert set(TOOLKIT) <= set(_planned(check_run, host, CONTAINER_TASK))
     dcgm = check_run.result(host, "dcgm", "Preflight | Decide whether DCGM applies here")
     assert dcgm["ansible_facts"]["_dcgm_gpus"] == 8
 
@@ -756,7 +780,6 @@ READ_ONLY_IN_CHECK_MODE = {
         "apt-cache policy"
     ),
     ("gdr", "gdr.yml", "GDR | Ask apt for the RDMA stack DMA-BUF runs over"): "apt-cache policy",
-    ("container_runtime", "docker.yml", "Docker | Ask apt for Docker"): "apt-cache policy",
     ("dcgm", "install.yml", "Install | Ask apt for DCGM's packages"): "apt-cache policy",
     ("node_exporter", "install.yml", "Install | Ask apt for the node exporter package"): (
         "apt-cache policy"
@@ -778,17 +801,13 @@ READ_ONLY_IN_CHECK_MODE = {
     ),
     (
         "container_runtime",
-        "preflight.yml",
-        "Preflight | Find the filesystem under Docker's data root",
-    ): ("dirname loop and findmnt: reads this machine's mount table"),
-    ("container_runtime", "preflight.yml", "Preflight | Look for NVIDIA GPUs on the PCI bus"): (
-        "cat under container_runtime_sysfs_root (the fixture tree)"
+        "main.yml",
+        "Preflight | Read the PCI bus, the data root's filesystem, daemon.json and apt's view",
+    ): (
+        "one /bin/sh (racksmith.hostprobe): cat under container_runtime_sysfs_root (the fixture"
+        " tree), findmnt of this machine's mounts, cat of daemon.json, apt-cache policy"
+        " (APT_CONFIG's lists), test -e /dev/nvidiactl"
     ),
-    (
-        "container_runtime",
-        "toolkit.yml",
-        "Toolkit | Ask apt whether it knows the toolkit (an earlier refresh may have failed)",
-    ): ("apt-cache policy (APT_CONFIG's lists)"),
     ("dcgm", "preflight.yml", "Preflight | Look for NVIDIA GPUs on the PCI bus"): (
         "cat under dcgm_sysfs_root (the fixture tree)"
     ),
