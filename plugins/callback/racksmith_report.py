@@ -7,7 +7,9 @@ logs) into the same place. It keeps what each role says it skipped (the ``racksm
 a ``racksmith.core.role_skip`` task returns). At the end it triages the failed hosts and
 writes their tickets, report.json/.txt/.html/.prom (racksmith.report.publish), prints the
 table, and adds the run to the health history beside the run directories
-(racksmith.triage.history).
+(racksmith.triage.history). In a sliced run (docs/fleet.md, "Sliced runs") each process but
+the last writes only its shard's report.json (RACKSMITH_SHARD=1); the last one, the merge, folds
+the shards' reports into its own before all of the above (racksmith.report.merge).
 """
 
 from __future__ import annotations
@@ -78,8 +80,9 @@ try:
     from racksmith.maas.progress import DEFAULT_INTERVAL, ProgressPrinter, ProgressTail
     from racksmith.maas.progress import default_path as progress_path
     from racksmith.report import PHASES, RunReport
+    from racksmith.report.merge import SHARD_ENV, merged_report
     from racksmith.report.model import HOST_VARS, skips_of
-    from racksmith.report.publish import attach_golden_set, publish
+    from racksmith.report.publish import REPORT_JSON, attach_golden_set, publish
     from racksmith.triage import history
 except ImportError as exc:  # the controller lacks the racksmith package: say so, run on
     _IMPORT_ERROR: ImportError | None = exc
@@ -202,6 +205,13 @@ class CallbackModule(CallbackBase):
         report = self._report
         report.finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         run_dir = Path(report.run_dir)
+        if os.environ.get(SHARD_ENV) == "1":  # one process of a sliced run: its shard only
+            self._write_shard(report, run_dir)
+            return
+        try:  # the merge of a sliced run: the shards' reports, then this process's own
+            report = merged_report(run_dir, report) or report
+        except (OSError, ValueError) as exc:
+            self._display.warning(f"racksmith: the sliced run's shards not merged: {exc}")
         try:
             attach_golden_set(report, run_dir)
         except ValueError as exc:
@@ -227,6 +237,18 @@ class CallbackModule(CallbackBase):
             history.append(path, history.record_of(report.to_dict()))
         except (OSError, ValueError) as exc:
             self._display.warning(f"racksmith: run not added to the health history: {exc}")
+
+    def _write_shard(self, report, run_dir: Path) -> None:
+        """A slice's (or the deploy process's) part of a sliced run: report.json with its
+        hosts' golden-set entries; tickets, the history line and the Prometheus file are the
+        merged run's (racksmith.report.merge), written once."""
+        try:
+            attach_golden_set(report, run_dir)
+            (run_dir / REPORT_JSON).write_text(report.to_json() + "\n")
+        except (OSError, ValueError) as exc:
+            self._display.warning(f"racksmith: cannot write the shard's report to {run_dir}: {exc}")
+            return
+        self._display.display(f"racksmith: shard report: {run_dir / REPORT_JSON}")
 
     def _annotate_hosts(self) -> None:
         """Read the racksmith_* facts phases left on each host; never break the run for it."""

@@ -43,6 +43,12 @@ def run_summary(
         attach_golden_set(report, Path(run_dir))  # a broken one is a ValueError, said
         for name in [n for n in report.hosts if n not in hosts]:
             del report.hosts[name]  # hosts of the golden set outside this run (--limit)
+    return summary_of(report, run_dir)
+
+
+def summary_of(report: RunReport, run_dir: str = "") -> dict[str, Any]:
+    """The summary of a report already built (its golden set attached): the merge of a sliced
+    run hands AWX this one, from the shards' reports (racksmith.report.merge)."""
     data = report.to_dict()["hosts"]
     causes = Counter(
         classify(evidence_from_report(name, host)).cause.name

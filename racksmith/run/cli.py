@@ -31,6 +31,9 @@ from racksmith.run.runner import (
 PLAYBOOKS = {"site": "site.yml", "reprovision": "playbooks/reprovision.yml"}
 #: The same, as the installed collection names them.
 COLLECTION_PLAYBOOKS = {"site": "racksmith.core.site", "reprovision": "racksmith.core.reprovision"}
+#: The merge of a sliced run (racksmith.run.slices), in the checkout and in the collection.
+MERGE_PLAYBOOK = "playbooks/merge.yml"
+COLLECTION_MERGE = "racksmith.core.merge"
 #: Selections that are the whole inventory (the reprovision playbook refuses them too).
 _WHOLE = frozenset({"all", "*", "bmc_ok"})
 
@@ -38,6 +41,7 @@ _EPILOG = """examples:
   racksmith run site -i inventory/lab/
   racksmith run site -i inventory/site/ --tags discover,enlist --run-dir runs/rack7
   racksmith run reprovision -i inventory/site/ --limit gpu-r07-u12,gpu-r07-u14
+  racksmith run site -i inventory/site/ --slices 4
 """
 
 
@@ -65,7 +69,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"seconds between two progress lines (default {DEFAULT_INTERVAL:g})",
     )
+    parser.add_argument(
+        "--slices",
+        type=_slices,
+        default=0,
+        metavar="K",
+        help="site only: discover to deploy in one process, then configure and validate in K"
+        " processes at once (hosts dealt round-robin), then one merge (docs/fleet.md,"
+        " 'Sliced runs'); default: the whole run in one process",
+    )
     parser.set_defaults(func=run)
+
+
+def _slices(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of slices, 1 or more: {value!r}")
+    return number
 
 
 def _request(args: argparse.Namespace) -> RunRequest:
@@ -118,7 +141,11 @@ def run(args: argparse.Namespace) -> int:
             "pip install 'ansible-runner>=2.4,<3'"
         ) from exc
     request = _request(args)
-    outcome = execute(request, sys.stdout, tty=sys.stdout.isatty())
+    slices = getattr(args, "slices", 0)
+    if slices:
+        outcome = _run_sliced(args, request, slices)
+    else:
+        outcome = execute(request, sys.stdout, tty=sys.stdout.isatty())
     if outcome.report_text:
         print(outcome.report_text)
     else:
@@ -126,6 +153,23 @@ def run(args: argparse.Namespace) -> int:
     print(f"events: {outcome.events}")
     print(f"run: {outcome.status}, rc={outcome.rc} ({outcome.run_dir})")
     return outcome.rc
+
+
+def _run_sliced(args: argparse.Namespace, request, slices: int):
+    from racksmith.run.slices import execute_sliced
+
+    if args.playbook != "site":
+        raise UsageError("run --slices: only the site flow is sliced (reprovision is one process)")
+    if args.tags:
+        raise UsageError(
+            "run --slices runs the whole flow (discover to deploy, then the slices);"
+            " --tags picks phases of one process: leave one of them out"
+        )
+    merge = COLLECTION_MERGE if request.by_name else repo_root() / MERGE_PLAYBOOK
+    outcome, plan = execute_sliced(request, slices, sys.stdout, merge_playbook=merge)
+    dealt = ", ".join(f"{name}: {len(hosts)}" for name, hosts in plan["slices"].items())
+    print(f"sliced run: prepare rc={plan['prepare']}; hosts per slice: {dealt or '-'}")
+    return outcome
 
 
 __all__ = ["EVENTS_FILE", "PLAYBOOKS", "configure", "run"]

@@ -25,7 +25,7 @@ import os
 import queue
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -72,6 +72,12 @@ class RunRequest:
     #: where ansible-playbook runs (relative paths of the inventory and ansible.cfg); default the
     #: checkout for a playbook file, the current directory for a collection playbook
     project_dir: Path | None = None
+    #: more inventory sources after ``inventory`` (a sliced run's carried groups)
+    inventories: tuple[str, ...] = ()
+    #: extra variables (-e), e.g. ``racksmith_slices`` for the slices of a sliced run
+    extravars: Mapping[str, Any] | None = None
+    #: more environment variables for ansible-playbook (a shard's ``RACKSMITH_SHARD``)
+    env: Mapping[str, str] | None = None
 
     @property
     def by_name(self) -> bool:
@@ -136,6 +142,7 @@ def _envvars(request: RunRequest) -> dict[str, str]:
         # events and job_events/ as AWX keeps them: text without terminal colour codes
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
+        **(request.env or {}),
     }
     if request.by_name:
         # installed: the site's own ansible.cfg (or ANSIBLE_CONFIG) and the callback by name,
@@ -192,9 +199,12 @@ def execute(
             private_data_dir=str(private),
             project_dir=str(project),
             playbook=str(request.playbook),
-            inventory=request.inventory,
+            inventory=[request.inventory, *request.inventories]
+            if request.inventories
+            else request.inventory,
             limit=request.limit,
             tags=request.tags,
+            extravars=dict(request.extravars) if request.extravars else None,
             envvars=_envvars(request),
             ident=IDENT,
             rotate_artifacts=1,
