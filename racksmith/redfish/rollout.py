@@ -106,7 +106,8 @@ def plan(
     canary: str | None = None,
     allow_downgrade: bool = False,
 ) -> dict[str, Any]:
-    """The rollout: ``order`` (canary first, then each wave), ``batches`` (wave sizes, for the
+    """The rollout: ``order`` (canary first, then the selected hosts in the order given, host
+    type by host type in the order their first host was given), ``batches`` (wave sizes, for the
     play's ``serial``), ``waves`` (lists of hosts), ``work`` per host, ``skipped`` (host ->
     reason), ``compliant`` (nothing to do), ``types`` (type -> hosts in the rollout).
 
@@ -127,10 +128,12 @@ def plan(
     skipped: dict[str, str] = {}
     compliant: list[str] = []
     by_type: dict[str, list[str]] = {}
-    wanted = set(selected)
-    for name, result, verdict in zip(names, results, verdicts, strict=True):
-        if name not in wanted:
-            continue
+    found = {
+        name: (result, verdict)
+        for name, result, verdict in zip(names, results, verdicts, strict=True)
+    }
+    for name in dict.fromkeys(selected):  # the operator's order, each host once
+        result, verdict = found[name]
         host_type = baseline.type_for(result)
         todo, why = host_work(verdict, host_type, images, allow_downgrade=allow_downgrade)
         if todo is None:
@@ -254,3 +257,66 @@ def batches_for_serial(rollout: Mapping[str, Any]) -> list[int]:
 def failure_percentage(rollout: Mapping[str, Any]) -> int:
     """Ansible's ``max_fail_percentage`` as a second guard beside :func:`wave_verdict`."""
     return math.floor(float(rollout["max_failure_rate"]) * 100)
+
+
+def _said(result: Mapping[str, Any] | None) -> str:
+    if not isinstance(result, Mapping):
+        return ""
+    return str(result.get("msg") or "")
+
+
+def host_outcome(
+    flash: Mapping[str, Any] | None,
+    bios: Mapping[str, Any] | None,
+    activation: Mapping[str, Any] | None = None,
+    verify: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One host's outcome from its module results (``None`` or ``skipped``: not run): ``ok``
+    only when every step that ran succeeded; a flash whose image is only staged after the
+    activation reset, or not verified at all, is ``failed`` with the reason."""
+    steps = (("firmware", flash), ("bios", bios), ("activation", activation), ("verify", verify))
+    for what, result in steps:
+        if not isinstance(result, Mapping) or result.get("skipped"):
+            continue
+        if result.get("failed"):
+            return {"status": FAILED, "reason": f"{what}: {_said(result) or 'failed'}"}
+    if isinstance(verify, Mapping) and not verify.get("skipped"):
+        late = [
+            u["component"]
+            for u in verify.get("updates") or ()
+            if isinstance(u, Mapping) and u.get("verified") != "active"
+        ]
+        if late:
+            return {
+                "status": FAILED,
+                "reason": f"verify: not running the new version after the reset: {', '.join(late)}",
+            }
+    said = "; ".join(
+        f"{what}: {_said(result)}"
+        for what, result in steps
+        if isinstance(result, Mapping) and not result.get("skipped") and _said(result)
+    )
+    return {"status": OK, "reason": said or "nothing to do"}
+
+
+def needs_activation(flash: Mapping[str, Any] | None) -> bool:
+    """Whether a flash left an image staged (it runs only after a reset)."""
+    if not isinstance(flash, Mapping) or flash.get("skipped") or flash.get("failed"):
+        return False
+    return any(
+        isinstance(u, Mapping) and u.get("status") == "ok" and u.get("verified") == "staged"
+        for u in flash.get("updates") or ()
+    )
+
+
+def outcomes_from_hostvars(
+    rollout: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]]
+) -> dict[str, str]:
+    """host -> ok or failed, for the rollout hosts that ran (``racksmith_firmware_outcome``)."""
+    out: dict[str, str] = {}
+    for host in rollout["order"]:
+        variables = hostvars.get(host) or {}
+        outcome = variables.get("racksmith_firmware_outcome") if host in hostvars else None
+        if isinstance(outcome, Mapping) and outcome.get("status") in (OK, FAILED):
+            out[host] = str(outcome["status"])
+    return out
