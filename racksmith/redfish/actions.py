@@ -211,7 +211,7 @@ def power(
         raise _fail(
             client, ErrorKind.UNSUPPORTED, "system advertises no #ComputerSystem.Reset action"
         )
-    paced(client, f"ResetType {reset_type}", pace)
+    waited = paced(client, f"ResetType {reset_type}", pace)
     response = client.post(info.reset_target, {"ResetType": reset_type})
     warnings: list[str] = []
     if response.status == 409 and any(ALREADY_ON in i for i in response.message_ids()):
@@ -237,7 +237,7 @@ def power(
         after,
         f"ResetType {reset_type}: {before} -> {after}",
         tuple(warnings),
-        {"reset_type": reset_type},
+        {"reset_type": reset_type, "paced_seconds": round(waited, 1)},
     )
 
 
