@@ -413,8 +413,8 @@ def register(subparsers) -> None:
     c.add_argument("--json", action="store_true", help="one JSON report on stdout")
     set_examples(
         c,
-        "racksmith fabric cabling --topology ibnetdiscover.txt --plan wiring.csv",
-        "racksmith fabric cabling --topology iblinkinfo.txt --plan wiring.csv --hosts hosts.json"
+        "racksmith fabric cabling --topology ibnetdiscover.txt --plan plan.csv",
+        "racksmith fabric cabling --topology iblinkinfo.txt --plan plan.csv --hosts hosts.json"
         " --json",
     )
     c.set_defaults(func=cmd_cabling)
@@ -519,7 +519,7 @@ def register(subparsers) -> None:
     b.add_argument("--json", action="store_true", help="JSON on stdout")
     set_examples(
         b,
-        "racksmith fabric burnin --topology ibnetdiscover.txt --hosts hosts.json --out burnin/",
+        "racksmith fabric burnin --topology ibnetdiscover.txt --hosts hosts.json --out burnin",
         "racksmith fabric burnin --topology ibnetdiscover.txt --routes ibdiagnet2.fdbs --json",
         "racksmith fabric burnin --topology ibnetdiscover.txt --before before.txt"
         " --after after.txt --seconds 1800 --json",

@@ -25,12 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from racksmith.errors import UsageError
+from racksmith.optionspec import add_deprecated, seconds
 from racksmith.triage.bisect import BatchRunner, Round, bisect, parse_groups, plan
 
 _EPILOG = """examples:
   racksmith bisect --hosts job-hosts.txt --run 'ssh ctl /opt/jobs/nccl-test {hosts}' --dry-run
   racksmith bisect --hosts job-hosts.txt --run 'ssh ctl /opt/jobs/nccl-test {hosts}' \\
-      --groups 6x8,8x6 --json
+      --groups 6x8,8x6 --deadline 900 --json
 hosts file: one host per line; blank lines and lines starting with # are ignored.
 """
 
@@ -51,8 +52,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="pad smaller jobs with cleared hosts up to N (default 2)")
     parser.add_argument("--parallel", type=int, default=0, metavar="N",
                         help="jobs at once (default: every job of a round)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S",
-                        help="a job running longer than S seconds failed")
+    deadline = parser.add_argument("--deadline", dest="timeout", type=seconds, default=None,
+                                   metavar="SECONDS",
+                                   help="a job running longer than SECONDS failed (default: none)")
+    add_deprecated(parser, deadline, "--timeout")
     parser.add_argument("--max-rounds", type=int, default=30, metavar="N")
     parser.add_argument("--log-dir", metavar="DIR", help="job logs (default: a new temp folder)")
     parser.add_argument("-v", "--verbose", action="store_true",
