@@ -21,6 +21,7 @@ that thread).
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import math
 import re
@@ -235,6 +236,45 @@ def link_url(origin: Origin, link: object, what: str, *, aliases: tuple[str, ...
     if built.netloc != origin.netloc:  # belt and braces: the URL we send parses to our origin
         raise OriginError(f"{what}: link {link[:200]!r} does not stay on {origin}; refused")
     return url
+
+
+def describe_connection_error(exc: BaseException, url: str) -> str:
+    """``connection to HOST:PORT failed: [Errno N] text (ENAME)`` for a failure to reach
+    ``url``: the address and the system's own error, found down the exception chain
+    (requests wraps urllib3, which wraps the socket's ``OSError``), rather than the wrapper's
+    class name, which says nothing an operator can act on."""
+    parts = urlsplit(url)
+    default = 443 if parts.scheme == "https" else 80
+    try:
+        port = parts.port or default
+    except ValueError:
+        port = default
+    host = parts.hostname or "?"
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    innermost = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        innermost = current
+        if isinstance(current, OSError) and isinstance(current.errno, int):
+            name = errno.errorcode.get(current.errno) or _GAI_NAMES.get(current.errno, "")
+            text = current.strerror or str(current)
+            suffix = f" ({name})" if name else ""
+            return f"connection to {where} failed: [Errno {current.errno}] {text}{suffix}"
+        nxt = current.__cause__ or current.__context__ or getattr(current, "reason", None)
+        if nxt is None and current.args and isinstance(current.args[0], BaseException):
+            nxt = current.args[0]
+        current = nxt if isinstance(nxt, BaseException) else None
+    detail = str(innermost).split(": ", 1)[-1][:200] or type(innermost).__name__
+    return f"connection to {where} failed: {type(innermost).__name__}: {detail}"
+
+
+_GAI_NAMES = {
+    getattr(socket, n): n
+    for n in ("EAI_NONAME", "EAI_AGAIN", "EAI_FAIL", "EAI_NODATA", "EAI_SERVICE")
+    if hasattr(socket, n)
+}
 
 
 class LimitReached(Exception):

@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import random
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
@@ -226,6 +227,7 @@ class MaasClient:
         while True:
             attempt += 1
             budget, limit = self._budget(deadline, method, shown, attempt)
+            sent_at = time.monotonic()
             try:
                 response = self._send(method, url, body, multipart, budget)
             except transport.BudgetExpired as exc:
@@ -246,12 +248,23 @@ class MaasClient:
                 ) from None
             except requests.RequestException as exc:
                 timed_out = isinstance(exc, requests.Timeout)
+                where = transport.describe_connection_error(exc, url).split(" failed")[0]
+                early = time.monotonic() - sent_at < 0.9 * self.timeout[1]
                 if isinstance(exc, requests.ConnectTimeout):
-                    reason = f"no connection: the connect timeout of {self.timeout[0]:g}s ran out"
+                    reason = f"no {where}: the connect timeout of {self.timeout[0]:g}s ran out"
+                elif timed_out and early and url.startswith("https:"):
+                    # TLS handshake: under the connect timeout, reported as a read timeout
+                    reason = (
+                        f"{where} made, but no TLS handshake: the connect timeout of"
+                        f" {self.timeout[0]:g}s ran out"
+                    )
                 elif timed_out:
-                    reason = f"no answer: the read timeout of {self.timeout[1]:g}s ran out"
+                    reason = (
+                        f"no answer on the {where}: the read timeout of {self.timeout[1]:g}s"
+                        " ran out"
+                    )
                 else:
-                    reason = f"connection failed: {type(exc).__name__}"
+                    reason = transport.describe_connection_error(exc, url)
                 error = MaasTransportError(method, shown, self.redact(reason), timed_out=timed_out)
                 if (idempotent or _never_sent(exc)) and attempt <= self.retries:
                     self._backoff(attempt, shown, type(exc).__name__, deadline, error)

@@ -303,6 +303,15 @@ class Sender:
             error = self._timeout_error(what, "no connection", connect_limit)
             raise (error if last_try else _Retry(error)) from None
         except requests.exceptions.ReadTimeout:
+            # The TLS handshake runs under the connect timeout (CPython's socket timeout), but
+            # urllib3 reports its silence as a read timeout: a BMC that accepts the connection
+            # and never answers fails after the connect timeout, so name that limit.
+            if time.monotonic() - started < 0.9 * self.options.read_timeout:
+                raise self._timeout_error(
+                    what,
+                    "connected, but no TLS handshake",
+                    f"connect timeout of {self.options.connect_timeout:g}s",
+                ) from None
             raise self._timeout_error(
                 what, "no answer", f"read timeout of {self.options.read_timeout:g}s"
             ) from None
