@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from racksmith.errors import UsageError
-from racksmith.optionspec import seconds
+from racksmith.optionspec import add_deprecated, seconds
 from racksmith.run.runner import (
     DEFAULT_INTERVAL,
     EVENTS_FILE,
@@ -62,13 +62,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="where the run's events, report and progress go (default runs/<time>-<pid>/ of"
         " the checkout, or of the current directory when racksmith is installed)",
     )
-    parser.add_argument(
-        "--interval",
+    progress = parser.add_argument(
+        "--progress-interval",
+        dest="interval",
         type=seconds,
         default=DEFAULT_INTERVAL,
         metavar="SECONDS",
         help=f"seconds between two progress lines (default {DEFAULT_INTERVAL:g})",
     )
+    add_deprecated(parser, progress, "--interval")
     parser.add_argument(
         "--slices",
         type=_slices,
