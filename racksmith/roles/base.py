@@ -52,8 +52,11 @@ def _flag(value: str, marker: str) -> bool:
 
 def parse_probe(stdout: str) -> BaseProbe:
     """The probe's stdout as a :class:`BaseProbe`; :class:`ProbeError` names what is wrong."""
-    head, sep, policy = str(stdout).partition("@policy\n")
-    if not sep and not str(stdout).rstrip("\n").endswith("@policy"):
+    text = str(stdout)
+    if text.rstrip("\n").endswith("@policy"):  # apt knew nothing, and Ansible strips the newline
+        text = text.rstrip("\n") + "\n"
+    head, sep, policy = text.partition("@policy\n")
+    if not sep:
         raise ProbeError("probe output lacks its @policy line (the probe did not finish)")
     flags: dict[str, bool] = {}
     writable: list[str] = []

@@ -53,6 +53,13 @@ def test_a_host_with_cpufreq_and_the_unit_written():
     assert (probe.cpufreq, probe.governor_unit, probe.installed) == (True, True, [])
 
 
+def test_apt_knowing_nothing_ends_the_output_at_the_policy_marker():
+    """A new host's lists lack chrony: apt-cache prints nothing, and Ansible's stdout has no
+    trailing newline."""
+    probe = parse_probe("@cpufreq no\n@governor_unit no\n@package chrony un\n@policy")
+    assert (probe.installed, probe.apt_policy) == ([], "")
+
+
 @pytest.mark.parametrize(
     ("stdout", "says"),
     [
