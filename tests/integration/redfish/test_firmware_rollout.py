@@ -25,7 +25,7 @@ from racksmith.lab.spec import Server
 REPO = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 PASSWORD = "Pw-racksmith-rollout-7Qx2"
-FAILING = (3,)  # server index whose flash fails: the second wave
+FAILING_POSITION = 1  # in the rollout's order (names sorted): the first host of wave 1
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,8 @@ def site(tmp_path_factory):
         Server(index=n, name=f"gpu{n:02d}", model="r750-h100pcie", ip="127.0.0.1", bmc_port=0)
         for n in range(1, 6)
     ]
-    faults = {f"gpu{n:02d}": Faults(update=UpdateFaults(update_fails=True)) for n in FAILING}
+    failing = sorted(servers, key=lambda s: s.service_tag.lower())[FAILING_POSITION]
+    faults = {failing.name: Faults(update=UpdateFaults(update_fails=True))}
     farm = create_farm(
         servers,
         username="root",
@@ -77,7 +78,7 @@ def site(tmp_path_factory):
         "    bios: {SysProfile: PerfPerWattOptimizedDapc}\n"
     )
     names = {b.server.service_tag.lower(): b for b in farm.bmcs}
-    yield root, farm, names, image
+    yield root, farm, names, image, failing.service_tag.lower()
     farm.stop()
 
 
@@ -116,7 +117,7 @@ def _vars(root: Path, names, image: Path, **more) -> str:
 
 
 def test_dry_run_plans_canary_and_waves_and_changes_nothing(site):
-    root, farm, names, image = site
+    root, farm, names, image, _failing = site
     rc, out = _play(root, "-e", _vars(root, names, image))
     (root / "dry-run.log").write_text(out)
     assert rc == 0, out[-4000:]
@@ -129,11 +130,10 @@ def test_dry_run_plans_canary_and_waves_and_changes_nothing(site):
 
 
 def test_a_failing_wave_stops_the_rollout_and_names_the_half_updated_type(site):
-    root, _farm, names, image = site
+    root, _farm, names, image, failing = site
     rc, out = _play(root, "-e", _vars(root, names, image, racksmith_firmware_apply=True))
     (root / "apply.log").write_text(out)
     order = sorted(names)
-    failing = next(n for n, b in names.items() if b.server.index in FAILING)
     assert rc != 0, out[-4000:]
     waves = [[order[0]], order[1:3], order[3:5]]
     assert failing in waves[1], (failing, waves)
