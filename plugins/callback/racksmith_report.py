@@ -80,7 +80,7 @@ try:
     from racksmith.maas.progress import DEFAULT_INTERVAL, ProgressPrinter, ProgressTail
     from racksmith.maas.progress import default_path as progress_path
     from racksmith.report import PHASES, RunReport
-    from racksmith.report.merge import SHARD_ENV, merged_report
+    from racksmith.report.merge import SHARD_ENV, merged_report, named_run_dir
     from racksmith.report.model import HOST_VARS, skips_of
     from racksmith.report.publish import REPORT_JSON, attach_golden_set, publish
     from racksmith.triage import history
@@ -149,8 +149,13 @@ class CallbackModule(CallbackBase):
                 Path(root)
                 if root
                 else default_runs_dir(getattr(playbook, "_file_name", None), Path.cwd())
-            )
-            run_dir = str(runs.resolve() / run_id)
+            ).resolve()
+            run_dir = str(runs / run_id)
+            named = self._named_run_dir(playbook, runs)  # AWX: the sliced workflow's jobs
+            if named is not None:
+                run_dir = str(named[0])
+                if named[1]:
+                    os.environ[SHARD_ENV] = "1"
             os.environ["RACKSMITH_RUN_DIR"] = run_dir  # inherited by lookups and local modules
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         self._report = RunReport(
@@ -160,6 +165,21 @@ class CallbackModule(CallbackBase):
         )
         self._progress = _ProgressThread(self._display, run_dir)
         self._progress.start()
+
+    def _named_run_dir(self, playbook, runs: Path):
+        """The run directory extra variables name (racksmith_run_id, racksmith_shard), or
+        None; a bad name is said and ignored (the run keeps a directory of its own)."""
+        try:
+            plays = playbook.get_plays()
+            extra = plays[0].get_variable_manager().extra_vars if plays else {}
+            return named_run_dir(runs, extra or {}, os.environ)
+        except ValueError as exc:
+            self._display.warning(f"racksmith: {exc}; this run gets a directory of its own")
+        except Exception as exc:  # never break the run for its directory's name
+            self._display.warning(
+                f"racksmith: extra variables not read for the run directory: {exc}"
+            )
+        return None
 
     # -- events ----------------------------------------------------------------------------
 

@@ -50,6 +50,42 @@ SHARD_ENV = "RACKSMITH_SHARD"
 
 _OUTCOME_KEYS = ("ok", "changed", "failed", "skipped", "unreachable")
 
+#: Extra variables that name a sliced run's directory where no one sets RACKSMITH_RUN_DIR (AWX:
+#: the workflow's three job templates; docs/awx.md, "A sliced workflow").
+RUN_ID_VAR = "racksmith_run_id"
+SHARD_VAR = "racksmith_shard"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def named_run_dir(
+    runs: Path, extra_vars: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[Path, bool] | None:
+    """The run directory the extra variables name, and whether this process is a shard of it;
+    None without ``racksmith_run_id``. ``racksmith_run_id`` names the run (``runs/<id>/``,
+    the same for every job of one workflow); ``racksmith_shard`` makes this job one shard of it:
+    ``prepare`` (the unsliced job before the slices), or ``slice`` (each job of a sliced job
+    template: ``shards/slice-<JOB_ID>``, AWX's job id, so slices never share a folder). The
+    merge job sets neither ``racksmith_shard``: it writes the run's own report."""
+    run_id = extra_vars.get(RUN_ID_VAR)
+    if run_id in (None, ""):
+        return None
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+        raise ValueError(
+            f"{RUN_ID_VAR}: expected a folder name (letters, digits, . _ -): {run_id!r}"
+        )
+    base = runs / run_id
+    shard = extra_vars.get(SHARD_VAR)
+    if shard in (None, ""):
+        return base, False
+    if shard == "prepare":
+        return base / SHARDS_DIR / "prepare", True
+    if shard == "slice":
+        job = str(environ.get("JOB_ID") or "")
+        if not job.isdigit():
+            raise ValueError(f"{SHARD_VAR}: slice: no AWX job id (JOB_ID) to name the shard by")
+        return base / SHARDS_DIR / f"slice-{job}", True
+    raise ValueError(f"{SHARD_VAR}: expected prepare or slice, got {shard!r}")
+
 
 def _natural(path: Path) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path.name)]

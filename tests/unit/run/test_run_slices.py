@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from racksmith.phases.validate import NO_RESULT
-from racksmith.report.merge import golden_entries, merge_reports
+from racksmith.report.merge import golden_entries, merge_reports, named_run_dir
 from racksmith.report.model import PhaseOutcome, RunReport
 from racksmith.run.slices import after_prepare, deal
 
@@ -94,3 +94,25 @@ def test_merge_takes_each_phase_once_and_sums_the_controller():
     assert h1.failure_reason == "configure: base failed"
     assert merged.hosts["localhost"].phases["discover"].ok == 2
     assert (merged.started, merged.finished) == ("2026-12-02T01:00:00Z", "x2")
+
+
+def test_extra_variables_name_the_run_and_each_awx_job_its_shard(tmp_path):
+    runs = tmp_path / "runs"
+    assert named_run_dir(runs, {}, {}) is None
+    assert named_run_dir(runs, {"racksmith_run_id": "rack7-1202"}, {}) == (
+        runs / "rack7-1202",
+        False,
+    )
+    prepare = {"racksmith_run_id": "rack7-1202", "racksmith_shard": "prepare"}
+    assert named_run_dir(runs, prepare, {}) == (runs / "rack7-1202/shards/prepare", True)
+    sliced = {"racksmith_run_id": "rack7-1202", "racksmith_shard": "slice"}
+    assert named_run_dir(runs, sliced, {"JOB_ID": "4711"}) == (
+        runs / "rack7-1202/shards/slice-4711",
+        True,
+    )
+    with pytest.raises(ValueError, match="no AWX job id"):
+        named_run_dir(runs, sliced, {})
+    with pytest.raises(ValueError, match="folder name"):
+        named_run_dir(runs, {"racksmith_run_id": "../etc"}, {})
+    with pytest.raises(ValueError, match="prepare or slice"):
+        named_run_dir(runs, {**prepare, "racksmith_shard": "merge"}, {})
