@@ -230,3 +230,60 @@ def report(findings: Sequence[Finding]) -> dict[str, Any]:
         "causes": sorted({f.cause for f in findings}),
         "findings": [f.public() for f in findings],
     }
+
+
+def read(
+    client: Any, *, since: datetime | None = None, allow: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Read one BMC's logs, rollups and sensors and judge them (:func:`report`); anything that
+    cannot be read makes the status ``UNKNOWN`` with the reason (never ``OK``)."""
+    from racksmith.redfish import actions, parse  # the client side; the judging above is pure
+    from racksmith.redfish.errors import RedfishError
+
+    patterns = allow_patterns(allow)
+    findings: list[Finding] = []
+    unread: list[str] = []
+
+    def fetch(uri: str | None) -> Doc | None:
+        if not uri:
+            return None
+        try:
+            return client.get(uri)
+        except RedfishError as exc:
+            unread.append(f"{uri}: {exc.kind.value}")
+            return None
+
+    info, _ = actions.locate(client)
+    system = fetch(info.uri)
+    chassis = fetch(next(iter(parse.links(system, "Chassis")), None) if system else None)
+    thermal = fetch(parse.link(chassis, "Thermal")) if chassis else None
+    power = fetch(parse.link(chassis, "Power")) if chassis else None
+    for manager in client.get_collection("/redfish/v1/Managers"):
+        services = parse.link(manager, "LogServices")
+        if not services:
+            continue
+        try:
+            logs = client.get_collection(services)
+        except RedfishError as exc:
+            unread.append(f"{services}: {exc.kind.value}")
+            continue
+        for service in logs:
+            entries = parse.link(service, "Entries")
+            if not entries:
+                continue
+            try:
+                found = client.get_collection(entries)
+            except RedfishError as exc:
+                unread.append(f"{entries}: {exc.kind.value}")
+                continue
+            findings += log_findings(
+                found, since=since, allow=patterns, log=str(service.get("Id") or entries)
+            )
+    findings += health_findings(system, chassis, power, thermal)
+    findings += sensor_findings(thermal, power)
+    out = report(findings)
+    if unread:
+        out["unread"] = unread
+        if out["status"] == "OK":
+            out["status"] = "UNKNOWN"
+    return out
