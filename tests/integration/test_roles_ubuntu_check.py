@@ -115,6 +115,7 @@ SECTION_PROBES = {
     "container_runtime": (
         "Preflight | Read the PCI bus, the data root's filesystem, daemon.json and apt's view"
     ),
+    "dcgm": "Preflight | Read the PCI bus, the packages, the files, the services and the endpoint",
 }
 
 
@@ -647,14 +648,12 @@ VARS_FILES = {
         "nvidia_driver": "Ubuntu-22.yml",
         "gdr": "Ubuntu.yml",
         "zfs_pool": "Ubuntu.yml",
-        "dcgm": "Ubuntu-22.yml",
         "node_exporter": "Debian.yml",
     },
     "debian": {
         "nvidia_driver": "Debian-12.yml",
         "gdr": "Debian.yml",
         "zfs_pool": "Debian.yml",
-        "dcgm": "Debian-12.yml",
         "node_exporter": "Debian.yml",
     },
 }
@@ -684,6 +683,10 @@ def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
     for role in [role for role in PCI_ROLES if role in ROLES_OF[host]]:
         if role in SECTION_PROBES:  # the PCI bus is one section of the role's one read
             read = check_run.result(host, role, SECTION_PROBES[role])
+            if "### racksmith-probe:pci\n" not in read["stdout"]:
+                # an earlier role counted the bus under the same root (racksmith_pci_counts)
+                assert f"{check_run.sysfs}/bus/pci" not in read["cmd"][-1]
+                continue
             assert f"for d in {check_run.sysfs}/bus/pci/devices/*;" in read["cmd"][-1]
             pci = read["stdout"].split("### racksmith-probe:pci\n")[1].split("### ")[0]
             assert len(pci.splitlines()) == 50
@@ -704,8 +707,11 @@ def test_gdr_the_toolkit_and_dcgm_apply_by_the_pci_bus(check_run, host):
         host, "container_runtime", "Say why the NVIDIA toolkit is skipped on this host"
     ).get("skipped")
     assert set(TOOLKIT) <= set(_planned(check_run, host, CONTAINER_TASK))
-    dcgm = check_run.result(host, "dcgm", "Preflight | Decide whether DCGM applies here")
-    assert dcgm["ansible_facts"]["_dcgm_gpus"] == 8
+    # DCGM applies: no skip said; the host is new, so everything drifted and the role runs on
+    assert check_run.result(host, "dcgm", "Say why DCGM is skipped on this host").get("skipped")
+    drifted = check_run.result(host, "dcgm", "Preflight | Say what drifted (the whole role runs)")
+    assert "datacenter-gpu-manager-4-cuda12: not installed" in drifted["msg"]
+    assert _planned(check_run, host, DCGM_TASK) == DCGM4
 
 
 @pytest.mark.parametrize("host", FULL_HOSTS)
@@ -808,8 +814,14 @@ READ_ONLY_IN_CHECK_MODE = {
         " tree), findmnt of this machine's mounts, cat of daemon.json, apt-cache policy"
         " (APT_CONFIG's lists), test -e /dev/nvidiactl"
     ),
-    ("dcgm", "preflight.yml", "Preflight | Look for NVIDIA GPUs on the PCI bus"): (
-        "cat under dcgm_sysfs_root (the fixture tree)"
+    (
+        "dcgm",
+        "preflight.yml",
+        "Preflight | Read the PCI bus, the packages, the files, the services and the endpoint",
+    ): (
+        "one /bin/sh (racksmith.hostprobe): cat under dcgm_sysfs_root (the fixture tree),"
+        " dpkg-query (DPKG_ADMINDIR's empty database), sha1sum/stat of the role's files,"
+        " systemctl is-active/is-enabled, a GET of the metrics endpoint"
     ),
     (
         "dcgm",
