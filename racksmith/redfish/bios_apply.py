@@ -166,6 +166,13 @@ def apply(
     info, _profile = actions.locate(client, vendor=vendor, system_id=system_id)
     bios = read_bios(client, info.uri)
     facts = bios.public()
+    unread = [n for n in bios.notes if "registry" in n and "unreadable" in n]
+    if bios.registry is None and unread:
+        raise _fail(
+            client,
+            ErrorKind.INCOMPLETE,
+            f"{'; '.join(unread)}: refusing to write values the BMC's own registry cannot check",
+        )
     if bios.registry is not None:
         problems = baseline.registry_problems(wanted, bios.registry)
         if problems:

@@ -3,6 +3,8 @@ the lab's behaviour layer: pending values apply on reset through a job, a second
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from racksmith.lab.bmc.behaviour import Settings
@@ -20,7 +22,9 @@ def idrac(rack, server, creds, client_options):
     bmc = lab.bmc("gpu01")
 
     def connect() -> RedfishClient:
-        return RedfishClient(lab.target("gpu01"), creds, client_options)
+        # the iDRAC's attribute registry is a large document: a loaded CI machine needs time
+        options = dataclasses.replace(client_options, connect_timeout=10, read_timeout=30)
+        return RedfishClient(lab.target("gpu01"), creds, options)
 
     return bmc, connect
 
