@@ -11,7 +11,8 @@ included) and holds each to the same rules:
   code is 0 or 1 (1: findings), never a usage error or a traceback, and with ``--json`` their
   stdout is JSON;
 - the old spellings (``--env-file``, ``--credentials``, ``--apply``, ``--set``, ``--limit`` in
-  ``maas show``, ``--no-validate-certs``, MAAS ``--timeout``) still parse to the same setting,
+  ``maas show``, ``--no-validate-certs``, MAAS and bisect ``--timeout``, ``run --interval``)
+  still parse to the same setting,
   print a one-line notice on stderr and nothing on stdout, and are hidden from ``--help``.
 """
 
@@ -52,6 +53,7 @@ OLD_SPELLINGS = {
     "--apply": "--yes",
     "--set": "--yes",
     "--timeout": "--read-timeout (MAAS) / --deadline",
+    "--interval": "--progress-interval",
 }
 
 #: Commands whose examples run in a scratch directory (after ``lab fabric ... --out .``).
@@ -220,6 +222,8 @@ def test_offline_examples_run(tmp_path, monkeypatch):
         (["maas", "show", "gpu01", "--limit", "5"], "events", 5),
         (["fabric", "ufm", "event.log", "--apply"], "apply", True),
         (["fabric", "ufm", "event.log", "--credentials", "f"], "credentials_file", "f"),
+        (["bisect", "--hosts", "h", "--run", "true", "--timeout", "9"], "timeout", 9.0),
+        (["run", "site", "-i", "inv/", "--interval", "15"], "interval", 15.0),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
