@@ -16,11 +16,14 @@ Field lessons behind the rules: the OS lands on a different disk than expected, 
 
 Inputs are the host's own outputs: ``lsblk --json --bytes -o`` :data:`LSBLK_COLUMNS`, the
 ``/dev/disk/by-id`` links (``find ... -printf '%f %l\\n'``), ``zpool list -H -o name`` and
-``zpool import`` (pools available for import).
+``zpool import`` (pools available for import). The role gets all four from one command,
+:func:`probe_argv` (a task per listing costs the controller a round trip each, and about 8 s
+each in the emulated VM lane); :func:`plan_from_probe` splits its output and decides.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -302,3 +305,137 @@ def _create_argv(
         argv.append(level)
     argv += [d.by_id for d in disks]
     return tuple(argv)
+
+
+# --- one probe for the role: every listing the plan reads, in one command ------------------------
+
+_PROBE_MARK = "### racksmith-zfs-probe"
+#: Sections of the probe's output, in order.
+PROBE_SECTIONS = ("lsblk", "by-id", "imported", "importable")
+
+
+def probe_argv(settle_timeout: int = 30) -> list[str]:
+    """The one command (an argv for ``ansible.builtin.command``) that prints everything
+    :func:`plan` reads, each part after a marker line: udev settles first (so that every disk has
+    its /dev/disk/by-id links), then ``lsblk``, the by-id links, ``zpool list`` and
+    ``zpool import``. lsblk, the links and udev must answer (the command fails otherwise); the
+    two zpool listings end with their exit status, because a host whose ZFS tools are not
+    installed yet (check mode on a new host) can still be planned, and ``zpool import`` exits 1
+    when there is nothing to import. It only reads: the task may run in check mode."""
+    if int(settle_timeout) < 1:
+        raise DiskPlanError(
+            f"settle timeout {settle_timeout!r} must be a positive number of seconds"
+        )
+    # each marker on a line of its own, even after output that lacks a final newline
+    mark = f"printf '\\n{_PROBE_MARK} %s\\n'"
+    script = (
+        "set -e; "
+        f"udevadm settle --timeout={int(settle_timeout)}; "
+        f"{mark} lsblk; lsblk --json --bytes --output {LSBLK_COLUMNS}; "
+        f"{mark} by-id; find /dev/disk/by-id -maxdepth 1 -type l -printf '%f %l\\n'; "
+        f"{mark} imported; rc=0; zpool list -H -o name 2>&1 || rc=$?; "
+        f'{mark} "rc $rc"; '
+        f"{mark} importable; rc=0; zpool import 2>&1 || rc=$?; "
+        f'{mark} "rc $rc"'
+    )
+    return ["/bin/sh", "-c", script]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The probe's output, split: lsblk's JSON text, the by-id listing, and each zpool
+    listing's text with its exit status."""
+
+    lsblk: str
+    by_id: str
+    imported: str
+    imported_rc: int
+    importable: str
+    importable_rc: int
+
+
+def parse_probe(text: str) -> Probe:
+    """Split :func:`probe_argv`'s output; fail, naming what is missing, on anything else."""
+    if not isinstance(text, str):
+        raise DiskPlanError(f"probe output must be text, got {type(text).__name__}")
+    sections: dict[str, list[str]] = {}
+    codes: dict[str, int] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith(_PROBE_MARK + " "):
+            word = line[len(_PROBE_MARK) + 1 :].strip()
+            if word.startswith("rc "):
+                if current is None or not word[3:].strip().isdigit():
+                    raise DiskPlanError(f"probe output: stray status line {line!r}")
+                codes[current] = int(word[3:])
+                continue
+            if word not in PROBE_SECTIONS or word in sections:
+                raise DiskPlanError(f"probe output: unexpected section {word!r}")
+            current = word
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    missing = [name for name in PROBE_SECTIONS if name not in sections]
+    if missing:
+        raise DiskPlanError(
+            f"probe output lacks the {', '.join(missing)} part (the probe did not finish)"
+        )
+    for name in ("imported", "importable"):
+        if name not in codes:
+            raise DiskPlanError(f"probe output: the {name} listing has no exit status")
+    return Probe(
+        lsblk="\n".join(sections["lsblk"]),
+        by_id="\n".join(sections["by-id"]),
+        imported="\n".join(sections["imported"]),
+        imported_rc=codes["imported"],
+        importable="\n".join(sections["importable"]),
+        importable_rc=codes["importable"],
+    )
+
+
+@dataclass(frozen=True)
+class ProbedPlan:
+    """A plan made from the probe, and what the probe could not see (said with the plan)."""
+
+    plan: DiskPlan
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {**self.plan.as_dict(), "notes": list(self.notes)}
+
+
+def plan_from_probe(text: str, *, check_mode: bool = False, **options) -> ProbedPlan:
+    """:func:`plan` over :func:`probe_argv`'s output. A zpool listing that failed fails the
+    plan (naming it and its output), except in check mode, where the ZFS tools may not be
+    installed yet: then no pool is known and the plan says so (``notes``)."""
+
+    probe = parse_probe(text)
+    notes: list[str] = []
+    imported: list[str] = []
+    importable: list[str] = []
+    if probe.imported_rc == 0:
+        # names only (one per line); a line with spaces is zpool talking, not a pool
+        imported = [
+            line.strip() for line in probe.imported.splitlines() if _POOL_NAME.match(line.strip())
+        ]
+    elif check_mode:
+        notes.append("zpool is not installed yet: pools were not probed")
+    else:
+        raise DiskPlanError(
+            f"zpool list failed (exit {probe.imported_rc}): {probe.imported.strip() or 'no output'}"
+        )
+    if probe.importable_rc in (0, 1):  # 1 with "no pools available to import" is the normal answer
+        importable = parse_zpool_import(probe.importable)
+    elif not check_mode:
+        raise DiskPlanError(
+            f"zpool import failed (exit {probe.importable_rc}): "
+            f"{probe.importable.strip() or 'no output'}"
+        )
+    try:
+        lsblk = json.loads(probe.lsblk)
+    except ValueError as exc:
+        raise DiskPlanError(f"probe output: lsblk did not print JSON ({exc})") from exc
+    decided = plan(
+        lsblk, parse_by_id(probe.by_id), imported=imported, importable=importable, **options
+    )
+    return ProbedPlan(decided, tuple(notes))

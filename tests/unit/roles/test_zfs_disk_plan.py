@@ -293,3 +293,139 @@ def test_os_disk_under_lvm_and_md_is_still_the_os_disk():
     assert NVME[0] not in [d.by_id for d in result.disks]
     assert NVME[1] not in [d.by_id for d in result.disks]
     assert result.action == "create"
+
+
+# --- the role's one probe (racksmith.disks.probe_argv / plan_from_probe) -----------------------
+
+
+def _probe_text(imported="", imported_rc=0, importable="", importable_rc=1) -> str:
+    """What probe_argv prints on the XE9680 (its recorded lsblk and by-id listing)."""
+    mark = "### racksmith-zfs-probe"
+    return (
+        f"{mark} lsblk\n{json.dumps(LSBLK, indent=2)}\n{mark} by-id\n{BY_ID_TEXT}"
+        f"{mark} imported\n{imported}{mark} rc {imported_rc}\n"
+        f"{mark} importable\n{importable}{mark} rc {importable_rc}\n"
+    )
+
+
+def _run_probe(
+    tmp_path,
+    zpool_list: str,
+    zpool_list_rc: int,
+    zpool_import: str,
+    zpool_import_rc: int,
+    zpool: bool = True,
+) -> subprocess.CompletedProcess:
+    """probe_argv's script, run by /bin/sh with udevadm, lsblk, find and zpool replaced by
+    commands that print the XE9680's recorded outputs (find: its by-id listing) and exit as the
+    real ones do; zpool=False: the ZFS tools are not installed (check mode on a new host)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "lsblk.json").write_text(json.dumps(LSBLK))
+    (tmp_path / "by-id.txt").write_text(BY_ID_TEXT)
+    (tmp_path / "list.txt").write_text(zpool_list)
+    (tmp_path / "import.txt").write_text(zpool_import)
+    scripts = {
+        "udevadm": '[ "$1 $2" = "settle --timeout=30" ] || exit 2\n',
+        "lsblk": f'[ "$*" = "--json --bytes --output {disks.LSBLK_COLUMNS}" ] || exit 2\n'
+        f"cat {tmp_path}/lsblk.json\n",
+        "find": f'[ "$1" = /dev/disk/by-id ] || exit 2\ncat {tmp_path}/by-id.txt\n',
+    }
+    if zpool:
+        scripts["zpool"] = (
+            f'case "$1" in list) cat {tmp_path}/list.txt; exit {zpool_list_rc};;\n'
+            f" import) cat {tmp_path}/import.txt >&2; exit {zpool_import_rc};; esac; exit 2\n"
+        )
+    for name, body in scripts.items():
+        (bin_dir / name).write_text("#!/bin/sh\n" + body)
+        (bin_dir / name).chmod(0o755)
+    argv = disks.probe_argv()
+    path = f"{bin_dir}:/usr/bin:/bin" if zpool else str(bin_dir) + ":/nonexistent"
+    # without zpool on PATH, sh and cat must still be found: link them into bin
+    if not zpool:
+        for tool in ("cat",):
+            (bin_dir / tool).symlink_to(subprocess.check_output(["which", tool], text=True).strip())
+    return subprocess.run(
+        ["/bin/sh", "-c", argv[2]], env={"PATH": path}, capture_output=True, text=True,
+        check=False, timeout=60,
+    )  # fmt: skip
+
+
+def test_the_probe_prints_what_the_plan_reads_and_the_plan_creates(tmp_path):
+    done = _run_probe(tmp_path, "", 0, "no pools available to import\n", 1)
+    assert done.returncode == 0, done.stderr
+    assert disks.probe_argv()[:2] == ["/bin/sh", "-c"]
+    probed = disks.plan_from_probe(done.stdout, pool="data", level="raidz2")
+    assert probed.notes == ()
+    assert probed.plan.action == "create"
+    assert [d.by_id for d in probed.plan.disks] == NVME
+    # the same decision as from the four outputs taken one by one
+    assert probed.plan == plan(LSBLK, BY_ID, pool="data", level="raidz2")
+
+
+def test_the_probe_finds_a_pool_to_import_and_one_imported(tmp_path):
+    done = _run_probe(tmp_path, "", 0, ZPOOL_IMPORT, 0)
+    probed = disks.plan_from_probe(done.stdout, pool="data")
+    assert probed.plan.action == "import"
+    assert probed.plan.commands == (("zpool", "import", "-d", "/dev/disk/by-id", "data"),)
+    assert disks.plan_from_probe(_probe_text(imported="data\n"), pool="data").plan.action == (
+        "exists"
+    )
+
+
+def test_zpool_missing_is_said_in_check_mode_and_fails_a_real_run(tmp_path):
+    done = _run_probe(tmp_path, "", 0, "", 0, zpool=False)
+    assert done.returncode == 0, done.stderr
+    probed = disks.plan_from_probe(done.stdout, pool="data", check_mode=True)
+    assert probed.notes == ("zpool is not installed yet: pools were not probed",)
+    assert probed.plan.action == "create"
+    with pytest.raises(DiskPlanError, match=r"zpool list failed \(exit 127\): .*zpool"):
+        disks.plan_from_probe(done.stdout, pool="data")
+
+
+def test_zpool_import_failing_otherwise_than_nothing_to_import_fails():
+    text = _probe_text(importable="cannot discover pools: permission denied\n", importable_rc=2)
+    with pytest.raises(DiskPlanError, match=r"zpool import failed \(exit 2\): cannot discover"):
+        disks.plan_from_probe(text, pool="data")
+    assert disks.plan_from_probe(text, pool="data", check_mode=True).plan.action == "create"
+
+
+def test_a_probe_that_failed_or_is_not_the_probe_fails_closed(tmp_path):
+    # udev, lsblk or the by-id directory failing fails the command itself (set -e)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "udevadm").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "lsblk").write_text("#!/bin/sh\necho 'lsblk: failed' >&2; exit 32\n")
+    for name in ("udevadm", "lsblk"):
+        (bin_dir / name).chmod(0o755)
+    done = subprocess.run(
+        ["/bin/sh", "-c", disks.probe_argv()[2]], env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 32
+    with pytest.raises(DiskPlanError, match="lacks the by-id, imported, importable part"):
+        disks.plan_from_probe(done.stdout, pool="data")
+    with pytest.raises(DiskPlanError, match="lsblk did not print JSON"):
+        disks.plan_from_probe(_probe_text().replace('"blockdevices"', "blockdevices"), pool="d")
+    with pytest.raises(DiskPlanError, match="the importable listing has no exit status"):
+        disks.plan_from_probe(_probe_text().rsplit("### racksmith-zfs-probe rc", 1)[0], pool="d")
+    with pytest.raises(DiskPlanError, match="unexpected section 'lsblk'"):
+        disks.plan_from_probe(_probe_text() + "### racksmith-zfs-probe lsblk\n", pool="d")
+    with pytest.raises(DiskPlanError, match="must be a positive number"):
+        disks.probe_argv(0)
+
+
+def test_the_probe_filters_take_the_registered_stdout():
+    filters = plugin_filters("plugins/filter/zfs_pool.py")
+    assert filters["zfs_probe_argv"](30) == disks.probe_argv(30)
+    result = filters["zfs_probe_plan"](
+        _probe_text(importable="no pools available to import\n"), "data", level="raidz1",
+        wipe=[], pool_options={"ashift": 12}, check_mode=False,
+    )  # fmt: skip
+    assert result["action"] == "create"
+    assert result["notes"] == []
+    assert result["commands"][-1][:6] == ["zpool", "create", "-o", "ashift=12", "data", "raidz1"]
+    with pytest.raises(AnsibleFilterError, match="zfs_probe_plan: probe output lacks"):
+        filters["zfs_probe_plan"]("lsblk: command not found", "data")
+    with pytest.raises(AnsibleFilterError, match="expected the probe's stdout"):
+        filters["zfs_probe_plan"]({"stdout": ""}, "data")
