@@ -83,6 +83,11 @@ _TASK = re.compile(r"^TASK \[(?:(?P<role>[^\]]+?) : )?")
 #: (it was ~226). Every rerun this bench measures is checked against it, `--quick` in
 #: `make test` too, so the count cannot creep back; no timing is checked.
 RESULTS_BUDGET = 120
+#: Share of the controller's CPU spent in ansible-playbook's one main process (the strategy),
+#: which more cores do not spread: py-spy over an 8-server site.yml run, 2026-12-01
+#: (docs/fleet.md, "What the controller's share costs"). The rest (forked workers, ssh,
+#: controller-side modules) runs on any core.
+MAIN_SHARE = 0.68
 _RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)")
 _SPEED = re.compile(r"clock x([0-9.]+)")
 
@@ -497,6 +502,29 @@ def per_host_lines(figs: list[Figures]) -> list[str]:
     return out
 
 
+def projection_lines(f: Figures, hosts: int = 512, cores: tuple[int, ...] = (8, 32)) -> list[str]:
+    """What a no-change rerun of ``hosts`` healthy hosts needs of a controller, from this run's
+    measured controller CPU per task result and task results per healthy host: the main
+    process's share is serial in one process and split by K slices (K processes), the rest
+    spreads over the cores. A floor (the controller's CPU alone), not a prediction of wall."""
+    if not f.healthy or not f.results:
+        return []
+    per_result = f.cpu_controller / f.results
+    total = hosts * (f.results / len(f.healthy)) * per_result
+    main = MAIN_SHARE * total
+    out = [
+        f"projection from {f.label}: {hosts} hosts x {f.results / len(f.healthy):.0f} results x"
+        f" {1000 * per_result:.0f} ms = {total / 60:.0f} controller CPU-min"
+        f" ({MAIN_SHARE:.0%} in the main process)",
+        "  cores  single process: floor min  sliced K=cores: floor min",
+    ]
+    for n in cores:
+        single = max(main, total / n) / 60
+        sliced = max(main / n, total / n) / 60
+        out.append(f"  {n:5d}  {single:25.1f}  {sliced:25.1f}")
+    return out
+
+
 def deploy_lines(figs: list[Figures]) -> list[str]:
     out = [
         "deploy (s)      batch  phase  install(sim)  slowest  median  deployed"
@@ -627,6 +655,9 @@ def main(argv: list[str] | None = None) -> int:
         " results / healthy: every result of the run (localhost's, failed hosts') over them, as"
         " issue 25's ~226 was counted"
     )
+    for f in figs:
+        if f.label.startswith("rerun") and projection_lines(f):
+            print("\n".join(projection_lines(f)))
     print()
     print("\n".join(deploy_lines(figs)))
     print(
