@@ -116,3 +116,29 @@ def test_extra_variables_name_the_run_and_each_awx_job_its_shard(tmp_path):
         named_run_dir(runs, {"racksmith_run_id": "../etc"}, {})
     with pytest.raises(ValueError, match="prepare or slice"):
         named_run_dir(runs, {**prepare, "racksmith_shard": "merge"}, {})
+
+
+def _sliced_cli(tmp_path, *argv: str):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "racksmith", "run", *argv, "--run-dir", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["site", "-i", "a,b,", "--slices", "0"], "expected a number of slices, 1 or more"),
+        (["site", "-i", "a,b,", "--slices", "2", "--tags", "deploy"], "--tags picks phases"),
+        (["reprovision", "-i", "a,b,", "-l", "a", "--slices", "2"], "only the site flow"),
+    ],
+)
+def test_slices_usage_errors_start_nothing(tmp_path, argv, said):
+    done = _sliced_cli(tmp_path, *argv)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert not (tmp_path / "r").exists()  # refused before any process started
