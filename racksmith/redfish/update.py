@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -140,6 +141,7 @@ class StepOutcome:
     verified: str | None = None  # active, staged
     after: str | None = None
     task: str | None = None
+    image_sha256: str | None = None  # of a pushed image: which bytes went to the BMC
     messages: list[str] = field(default_factory=list)
     reason: str | None = None
 
@@ -211,8 +213,6 @@ def _send(client: RedfishClient, service: Service, step: UpdateStep, method: str
         assert step.image and service.multipart_uri
         data = Path(step.image).read_bytes()
         parameters = {"Targets": list(step.targets), "@Redfish.OperationApplyTime": "Immediate"}
-        import json
-
         files = {
             "UpdateParameters": (None, json.dumps(parameters), "application/json"),
             "UpdateFile": (Path(step.image).name, data, "application/octet-stream"),
@@ -402,8 +402,7 @@ def update(
             except ValueError as exc:
                 raise _fail(client, ErrorKind.UNSUPPORTED, str(exc)) from None
             if step.image and outcome.method == "multipart":
-                digest = hashlib.sha256(Path(step.image).read_bytes()).hexdigest()[:16]
-                outcome.messages.append(f"image {step.image} sha256 {digest}...")
+                outcome.image_sha256 = hashlib.sha256(Path(step.image).read_bytes()).hexdigest()
         outcomes.append(outcome)
     before = {o.component: o.before for o in outcomes}
     todo = [o for o in outcomes if o.status == "would"]

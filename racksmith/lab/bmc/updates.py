@@ -130,6 +130,7 @@ class DellUpdates:
         self.bios_job: str | None = None  # the scheduled ConfigBIOS job
         self.tasks: dict[str, _Task] = {}
         self.down_until = 0.0
+        self._reset_pending = False
         self.sessions_lost = False
         # firmware inventory: Id -> document, from the capture
         self.members: dict[str, dict[str, Any]] = {}
@@ -151,6 +152,9 @@ class DellUpdates:
             if now < self.down_until:
                 self.sessions_lost = True
                 return True
+            if self._reset_pending and now >= self.down_until:
+                self.sessions_lost = True  # it reset whether or not anyone asked meanwhile
+                self._reset_pending = False
             return False
 
     def take_sessions_lost(self) -> bool:
@@ -213,6 +217,7 @@ class DellUpdates:
             if self.faults.bmc_reset_mid_update and not task.reset_applied and now >= half:
                 task.reset_applied = True
                 self.down_until = max(self.down_until, half + self.faults.bmc_reset_mid_update)
+                self._reset_pending = True
             if now < task.started + task.duration:
                 continue
             task.done = True
@@ -229,6 +234,7 @@ class DellUpdates:
             elif task.component.startswith("iDRAC."):
                 self._install(task.component, task.version)
                 self.down_until = max(self.down_until, now + self.bmc_reset_seconds)
+                self._reset_pending = True
                 task.messages.append(
                     _msg("IDRAC.2.8.RED030", "The iDRAC firmware is updated; iDRAC restarts.")
                 )

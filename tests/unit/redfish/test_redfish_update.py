@@ -127,7 +127,8 @@ def test_simple_update_of_the_bmc_waits_out_its_reset(idrac, image, site_server)
 
 
 def test_a_bmc_reset_mid_update_is_waited_for_and_logged_into_again(idrac, image):
-    bmc, connect = idrac(Faults(update=UpdateFaults(bmc_reset_mid_update=1.0)))
+    # down for 3 s from halfway: polls come at most Retry-After (1 s) apart, so some land in it
+    bmc, connect = idrac(Faults(update=UpdateFaults(bmc_reset_mid_update=3.0)))
     with connect() as c:
         result = update.update(
             c,
