@@ -17,7 +17,7 @@ description:
   - Verifies the new version in the firmware inventory, running or staged (then the activation,
     a reboot or an AC cycle, is still owed and said). A flash that fails or cannot be verified
     fails the task, is never retried, and later entries are not attempted.
-  - Dry run by default (C(dry_run=true)) and in check mode: says which method it would use.
+  - Dry run by default (C(dry_run=true)) and in check mode, saying which method it would use.
   - "Run it on the controller (C(delegate_to: localhost)); it needs the racksmith package."
 extends_documentation_fragment:
   - racksmith.core.racksmith_redfish
