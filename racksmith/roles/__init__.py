@@ -1,1 +1,4 @@
-"""Decisions the Ansible roles make, one module per role (their filters in plugins/filter/ are thin adapters)."""
+"""Decisions the Ansible roles make, one module per role.
+
+Their filters in plugins/filter/ are thin adapters over these modules.
+"""
