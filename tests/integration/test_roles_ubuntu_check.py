@@ -236,6 +236,7 @@ WRITE_TARGETS = (
     "/etc/udev/rules.d/71-nvidia-dev-char.rules",
     "/etc/apt/sources.list.d/racksmith-cuda.list",
     "/etc/apt/sources.list.d/racksmith-nvidia-container-toolkit.list",
+    "/etc/chrony",
     "/etc/chrony/chrony.conf",
     "/etc/dcgm-exporter/racksmith-counters.csv",
     "/etc/default/chrony",
@@ -395,7 +396,9 @@ FM_TASK = (
     "Fabric manager | Install the version matching the driver exactly, with NSCQ",
     f"Fabric manager | {WOULD}",
 )
-GDR_TASK = ("gdr", "GDR | Install the distribution's RDMA stack (DMA-BUF)", f"GDR | {WOULD}")
+#: gdr says what check mode leaves to the real run in its one assert after the changes
+GDR_FINAL = "GDR | Assert DOCA-OFED and what NCCL needs; say what check mode leaves to the real run"
+GDR_TASK = ("gdr", "GDR | Install the distribution's RDMA stack (DMA-BUF)", GDR_FINAL)
 #: container_runtime installs Docker and the toolkit in one apt task; one debug says what check
 #: mode cannot ask apt about (and, when it differs, why the storage driver does)
 CONTAINER_TASK = (
@@ -506,12 +509,16 @@ def test_every_role_runs_and_no_install_fails_or_is_ignored(check_run, host):
 def test_base_says_what_its_check_run_leaves_to_the_real_run(check_run, host):
     """The hosts are new (the fixture lists lack chrony): base skips the chrony install and
     its service with a said reason instead of an ignored failure."""
-    said = check_run.result(host, "base", "Time | Say what check mode cannot ask apt about")
-    assert said["msg"].startswith("base would install chrony; apt does not know ['chrony'] yet")
+    # one report of what base leaves to the real run (issue 25: one debug, not five)
+    (said, waits, *_) = check_run.result(host, "base", "Say what the role did not apply")["msg"]
+    assert said.startswith("base would install chrony; apt does not know ['chrony'] yet")
     assert check_run.result(host, "base", "Time | Install chrony").get("skipped")
-    waits = check_run.result(host, "base", "Time | Say why chrony is not started in check mode")
-    assert "the real run installs and starts it" in waits["msg"]
-    assert check_run.result(host, "base", "Time | Enable and start chrony").get("skipped")
+    assert waits == "chrony is not installed on this host yet; the real run installs and starts it"
+    units = check_run.result(
+        host, "base", "Units | Enable and start chrony, enable the governor at boot"
+    )
+    chrony = [r for r in units["results"] if r["item"]["name"] == "chrony"]
+    assert [r.get("skipped") for r in chrony] == [True]
 
 
 @pytest.mark.parametrize("host", RUN_HOSTS)
@@ -610,10 +617,16 @@ def test_persistence_mode_is_on(check_run, host):
 @pytest.mark.parametrize("host", FULL_HOSTS)
 def test_gdr_dmabuf_loads_no_peermem(check_run, host):
     """DMA-BUF with the open modules needs no nvidia-peermem: no unit is written for it."""
-    assert check_run.result(
-        host, "gdr", "GDR | Load the peer-memory module after DOCA-OFED, at every boot"
-    ).get("skipped")
-    fact = check_run.result(host, "gdr", "GDR | Record the GPUDirect path for the health checks")
+    written = check_run.result(
+        host,
+        "gdr",
+        "GDR | Write the units, the ACS script, the kernel parameters and the local fact",
+    )
+    by_dest = {r["item"]["dest"]: r for r in written["results"]}
+    assert by_dest["/etc/systemd/system/racksmith-nvidia-peermem.service"].get("skipped")
+    # the copy into the folder names the file after the template: racksmith_gdr.fact
+    fact = by_dest["/etc/ansible/facts.d/"]
+    assert fact["diff"][0]["after_header"].endswith("racksmith_gdr.fact")
     assert json.loads(fact["diff"][0]["after"]) == {"method": "dmabuf", "module": ""}
 
 
@@ -646,13 +659,11 @@ def test_docker_is_set_up_for_training(check_run, host):
 VARS_FILES = {
     "ubuntu": {
         "nvidia_driver": "Ubuntu-22.yml",
-        "gdr": "Ubuntu.yml",
         "zfs_pool": "Ubuntu.yml",
         "node_exporter": "Debian.yml",
     },
     "debian": {
         "nvidia_driver": "Debian-12.yml",
-        "gdr": "Debian.yml",
         "zfs_pool": "Debian.yml",
         "node_exporter": "Debian.yml",
     },
@@ -700,8 +711,14 @@ def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
 @pytest.mark.parametrize("host", FULL_HOSTS)
 def test_gdr_the_toolkit_and_dcgm_apply_by_the_pci_bus(check_run, host):
     """GPUs and ConnectX-7 InfiniBand on the bus: GDR, the toolkit and DCGM all apply."""
-    gdr = check_run.result(host, "gdr", "Preflight | Decide whether GPUDirect RDMA applies here")
-    assert gdr["ansible_facts"]["_gdr_skip_reason"] == ""
+    # gdr applies: no skip said, and it went on to read the host (racksmith_pci_counts from the
+    # driver role, the same fixture tree)
+    assert check_run.result(host, "gdr", "Say why GPUDirect RDMA is skipped on this host").get(
+        "skipped"
+    )
+    assert not check_run.result(host, "gdr", "GDR | Probe the host (DOCA-OFED, units, apt)").get(
+        "skipped"
+    )
     # the toolkit applies: no skip said, and the install asks for it (EXPECTED)
     assert check_run.result(
         host, "container_runtime", "Say why the NVIDIA toolkit is skipped on this host"
@@ -767,12 +784,17 @@ def test_check_mode_wrote_nothing(check_run):
 #: it cannot write. A new one fails test_every_check_mode_false_task_is_audited until it is
 #: read and listed here.
 READ_ONLY_IN_CHECK_MODE = {
-    ("base", "sysctl.yml", "Sysctl | Probe which settings this container may change"): (
-        "[ -w /proc/sys/KEY ] per key; only in a container (not these hosts)"
+    (
+        "base",
+        "main.yml",
+        "Probe the host (cpufreq, governor unit, writable sysctls, packages, apt's chrony)",
+    ): (
+        "[ -e ] of two paths, [ -w /proc/sys/KEY ] per key, dpkg-query -W (DPKG_ADMINDIR's "
+        "database), apt-cache policy (APT_CONFIG's lists)"
     ),
-    ("base", "chrony.yml", "Time | Ask apt for chrony"): "apt-cache policy (APT_CONFIG's lists)",
-    ("base", "governor.yml", "CPU | Read the current governors"): (
-        "racksmith-cpu-governor --check only reports; skipped while the script is absent"
+    ("base", "main.yml", "CPU | Set the governor on every CPU where it differs"): (
+        "in check mode racksmith-cpu-governor --check only reports (it sets the governor only "
+        "when the run is not check mode); says absent while the script is; no cpufreq here"
     ),
     (
         "nvidia_driver",
@@ -785,13 +807,15 @@ READ_ONLY_IN_CHECK_MODE = {
     ("nvidia_driver", "fabricmanager.yml", "Fabric manager | Ask apt for its packages"): (
         "apt-cache policy"
     ),
-    ("gdr", "gdr.yml", "GDR | Ask apt for the RDMA stack DMA-BUF runs over"): "apt-cache policy",
+    ("gdr", "main.yml", "GDR | Probe the host (DOCA-OFED, units, apt)"): (
+        "[ -e ] of openibd and the unit files, apt-cache policy"
+    ),
     ("dcgm", "install.yml", "Install | Ask apt for DCGM's packages"): "apt-cache policy",
     ("node_exporter", "install.yml", "Install | Ask apt for the node exporter package"): (
         "apt-cache policy"
     ),
-    ("gdr", "preflight.yml", "Preflight | Look for NVIDIA GPUs and RDMA NICs on the PCI bus"): (
-        "cat under gdr_sysfs_root (the fixture tree)"
+    ("gdr", "gather.yml", "Preflight | Look for NVIDIA GPUs and RDMA NICs on the PCI bus"): (
+        "cat under gdr_sysfs_root; not run here (racksmith_pci_counts from the driver role)"
     ),
     ("zfs_pool", "pool.yml", "Pool | Ask apt for the ZFS tools"): (
         "apt-cache policy; not run here (--skip-tags zfs_pool_create)"
@@ -891,7 +915,7 @@ def test_no_install_anywhere_ignores_errors():
         if INSTALL_MODULES & set(task)
     ]
     # the walk finds the installs it guards (base's chrony, zfs_pool's tools among them)
-    assert ("roles/base/tasks/chrony.yml", "Time | Install chrony", False) in installs
+    assert ("roles/base/tasks/main.yml", "Time | Install chrony", False) in installs
     assert ("roles/zfs_pool/tasks/pool.yml", "Pool | Install the ZFS tools", False) in installs
     assert [(path, name) for path, name, ignored in installs if ignored] == []
 
