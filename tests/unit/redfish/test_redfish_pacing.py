@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from itertools import pairwise
 
 import pytest
@@ -63,12 +64,15 @@ def test_a_wait_longer_than_the_budget_is_refused_before_sending(tmp_path):
 
 def test_power_actions_take_their_slot(rack, server, creds, client_options, tmp_path):
     lab = rack([server(1)], settings=Settings(power_delay=0.1))
-    pace = pacing.Pace(60.0, tmp_path / "pace")
+    pace = pacing.Pace(30.0, tmp_path / "pace")  # a slot every 2 s
+    started = time.time()
     with RedfishClient(lab.target("gpu01"), creds, client_options) as c:
         on = actions.power(c, "on", wait=5, poll=0.1, pace=pace)
         off = actions.power(c, "off", wait=5, poll=0.1, pace=pace)
     assert on.details["paced_seconds"] == 0.0
-    assert 0.5 <= off.details["paced_seconds"] <= 1.0  # the second waited for its slot
+    # the second reset waited for its slot, two seconds after the first one's
+    assert 0.0 < off.details["paced_seconds"] <= 2.0
+    assert float(pace.state_file.read_text()) >= started + 2.0
 
 
 def test_a_reset_the_pace_would_delay_past_the_deadline_is_not_sent(
