@@ -16,62 +16,8 @@ except ImportError as exc:  # the controller lacks the racksmith package: say so
 else:
     _IMPORT_ERROR = None
 
-DOCUMENTATION = """
-  name: gdr_problems
-  author: racksmith developers
-  version_added: "0.1.0"
-  short_description: what is wrong with role gdr's platform and inputs, one line each
-  description:
-    - The platform (Debian family), the kernel parameters (name or name=value words) and the
-      GPUDirect RDMA method (one NVIDIA supports, racksmith.gpupkgs.check_gdr). Empty when
-      nothing is wrong. Its sibling C(gdr_probe) reads role gdr's host probe (marker lines,
-      then C(apt-cache policy)); output that is not the probe's fails the task.
-  positional: _input
-  options:
-    _input:
-      description: the GPUDirect RDMA method (C(doca), C(dmabuf), C(none))
-      type: str
-      required: true
-    os_family:
-      description: ansible_facts.os_family
-      type: str
-      required: true
-    distribution:
-      description: ansible_facts.distribution
-      type: str
-      required: true
-    kernel_params:
-      description: gdr_kernel_params
-      type: list
-      elements: str
-      required: true
-    modules:
-      description: the driver's kernel modules, C(open) or C(proprietary) (empty: the branch's)
-      type: str
-      default: ''
-    branch:
-      description: the driver branch
-      type: str
-      default: '580'
-"""
-
-EXAMPLES = """
-- name: Check the inputs
-  ansible.builtin.assert:
-    that: _problems | length == 0
-    fail_msg: "{{ _problems | join('; ') }}"
-  vars:
-    _problems: >-
-      {{ gdr_method | racksmith.core.gdr_problems(os_family=ansible_facts.os_family,
-         distribution=ansible_facts.distribution, kernel_params=gdr_kernel_params) }}
-"""
-
-RETURN = """
-  _value:
-    description: the problems, each a line a person can act on
-    type: list
-    elements: str
-"""
+# Each filter's documentation is the YAML file of its name beside this one (gdr_problems.yml,
+# gdr_probe.yml).
 
 
 def _need(name):
