@@ -381,6 +381,12 @@ PROBE = "Preflight | Look for"  # each role's PCI probe
 WOULD = "Say what check mode cannot ask apt about"
 
 
+def _item(result: dict, key: str, value: str) -> dict:
+    """The result of the loop item of a looped file task whose item has key == value."""
+    (found,) = [r for r in result["results"] if r["item"][key] == value]
+    return found
+
+
 def _requested(result: dict) -> list[str]:
     """The package names (with version pins) an apt or dpkg_selections task asked for."""
     if result.get("results"):
@@ -390,11 +396,16 @@ def _requested(result: dict) -> list[str]:
 
 
 #: (role, install task, its check-mode report) -> what each host's install asks for, in order.
-DRIVER_TASK = ("nvidia_driver", "Driver | Install the driver", f"Driver | {WOULD}")
-FM_TASK = (
+#: the driver and fabric manager of exactly its version are one install (issue 25)
+DRIVER_TASK = (
     "nvidia_driver",
-    "Fabric manager | Install the version matching the driver exactly, with NSCQ",
-    f"Fabric manager | {WOULD}",
+    "Driver | Install the driver, and fabric manager of exactly its version where it applies",
+    f"Driver | {WOULD}",
+)
+#: the files the driver role writes: one looped template task
+DRIVER_FILES = (
+    "Driver | Write the version pin, the unattended-upgrades exclusion, the blacklist"
+    " and the drop-in"
 )
 #: gdr says what check mode leaves to the real run in its one assert after the changes
 GDR_FINAL = "GDR | Assert DOCA-OFED and what NCCL needs; say what check mode leaves to the real run"
@@ -424,8 +435,10 @@ EXPECTED = {
             "nvidia-headless-no-dkms-580-server-open",
             "nvidia-utils-580-server",
             "linux-modules-nvidia-580-server-open-generic-hwe-22.04",
+            # fabric manager of the driver's version, in the same install
+            "nvidia-fabricmanager-580",
+            "libnvidia-nscq-580",
         ],
-        FM_TASK: ["nvidia-fabricmanager-580", "libnvidia-nscq-580"],
         GDR_TASK: ["rdma-core", "ibverbs-utils"],
         CONTAINER_TASK: ["docker.io", *TOOLKIT],  # before: docker.io=24.0.7-0ubuntu2~22.04.1
         DCGM_TASK: DCGM4,  # before: datacenter-gpu-manager=1:3.3.9, dcgm-exporter=3.3.9-3.6.1
@@ -438,8 +451,6 @@ EXPECTED = {
             f"nvidia-headless-580-open={CUDA_VERSION}-*",
             f"nvidia-utils-580={CUDA_VERSION}-*",
             "linux-headers-generic-hwe-22.04",
-        ],
-        FM_TASK: [
             f"nvidia-fabricmanager={CUDA_VERSION}-*",
             f"libnvidia-nscq={CUDA_VERSION}-*",
             f"libnvsdm={CUDA_VERSION}-*",
@@ -453,8 +464,9 @@ EXPECTED = {
             "nvidia-tesla-535-kernel-dkms",
             "linux-headers-6.1.0-28-amd64",
             "nvidia-persistenced",
+            "nvidia-fabricmanager-535",
+            "libnvidia-nscq-535",
         ],
-        FM_TASK: ["nvidia-fabricmanager-535", "libnvidia-nscq-535"],
         GDR_TASK: ["rdma-core", "ibverbs-utils"],
         CONTAINER_TASK: ["docker.io=20.10.24+dfsg1-1+deb12u1+b6", *TOOLKIT],
         DCGM_TASK: DCGM4,
@@ -553,10 +565,10 @@ def test_the_cuda_repository_comes_before_the_first_package_from_it(check_run):
         host, "dcgm", "Repo | Add the repository, trusted for its own key only (signed-by)"
     )["diff"][0]
     assert "/compute/cuda/repos/ubuntu2204/x86_64/ /" in diff["after"]
-    pin = check_run.result(
-        host, "nvidia_driver", "Driver | Pin every driver package to the exact version where the "
-        "source keeps versions",
-    )["diff"][0]["after"]  # fmt: skip
+    written = check_run.result(host, "nvidia_driver", DRIVER_FILES)
+    pin = _item(written, "dest", "/etc/apt/preferences.d/racksmith-nvidia-driver")["diff"][0][
+        "after"
+    ]
     assert f"Pin: version {CUDA_VERSION}-*" in pin
     # the CUDA repository preferred for every package (NVIDIA's own pin): fabric manager 535
     # would otherwise come from Canonical's transitional 535.309.01 (-> 580) packages
@@ -575,34 +587,41 @@ def test_the_cuda_repository_comes_before_the_first_package_from_it(check_run):
         in (prefs["diff"][0]["after"])
     )
     # on Canonical's archive there is no version pin, and none is left behind
-    assert (
-        check_run.result(
-            "hgx-jammy", "nvidia_driver", "Driver | Remove a version pin the site no longer sets"
-        )["path"]
-        == "/etc/apt/preferences.d/racksmith-nvidia-driver"
+    paths = check_run.result(
+        "hgx-jammy",
+        "nvidia_driver",
+        "Driver | Create the drop-in directory and remove a version pin the site no longer sets",
     )
+    removed = _item(paths, "path", "/etc/apt/preferences.d/racksmith-nvidia-driver")
+    assert removed["item"]["state"] == "absent"
+    assert removed["path"] == "/etc/apt/preferences.d/racksmith-nvidia-driver"
+    written = check_run.result("hgx-jammy", "nvidia_driver", DRIVER_FILES)
+    assert "/etc/apt/preferences.d/racksmith-nvidia-driver" not in [
+        r["item"]["dest"] for r in written["results"]
+    ]
 
 
 @pytest.mark.parametrize("host", RUN_HOSTS)
 def test_kernel_and_driver_move_together(check_run, host):
     """Before issue 20 unattended-upgrades could move the kernel without its NVIDIA modules."""
     said = check_run.result(
-        host, "nvidia_driver", "Preflight | Say what keeps the kernel and the driver together"
-    )["msg"]
-    assert "held; unattended-upgrades skips packages matching linux-, nvidia-, libnvidia-" in said
-    after = check_run.result(
         host,
         "nvidia_driver",
-        "Driver | Keep unattended-upgrades off the kernel and the NVIDIA packages",
-    )["diff"][0]["after"]
+        "Preflight | Check the platform, the inputs and what the source can serve",
+    )["msg"]
+    assert "held; unattended-upgrades skips packages matching linux-, nvidia-, libnvidia-" in said
+    written = check_run.result(host, "nvidia_driver", DRIVER_FILES)
+    unattended = "/etc/apt/apt.conf.d/51racksmith-nvidia-driver-unattended"
+    after = _item(written, "dest", unattended)["diff"][0]["after"]
     assert 'Unattended-Upgrade::Package-Blacklist {\n    "linux-";\n    "nvidia-";' in after
 
 
 @pytest.mark.parametrize("host", RUN_HOSTS)
 def test_persistence_mode_is_on(check_run, host):
     """Before issue 20 the stock unit's --no-persistence-mode stood."""
-    result = check_run.result(
-        host, "nvidia_driver", "Driver | Run the persistence daemon with persistence mode on"
+    written = check_run.result(host, "nvidia_driver", DRIVER_FILES)
+    result = _item(
+        written, "dest", "/etc/systemd/system/nvidia-persistenced.service.d/racksmith.conf"
     )
     dropin = {**result["diff"][0], "invocation": result["invocation"]}
     assert dropin["invocation"]["module_args"]["dest"] == (
@@ -657,16 +676,8 @@ def test_docker_is_set_up_for_training(check_run, host):
 #: the vars file each role chose: Ubuntu's where racksmith has one (node_exporter has none:
 #: Debian's packaging is Ubuntu's), Debian 12's on the Debian host
 VARS_FILES = {
-    "ubuntu": {
-        "nvidia_driver": "Ubuntu-22.yml",
-        "zfs_pool": "Ubuntu.yml",
-        "node_exporter": "Debian.yml",
-    },
-    "debian": {
-        "nvidia_driver": "Debian-12.yml",
-        "zfs_pool": "Debian.yml",
-        "node_exporter": "Debian.yml",
-    },
+    "ubuntu": {},
+    "debian": {},
 }
 
 
@@ -686,11 +697,15 @@ def test_each_role_chose_its_os_vars(check_run, host):
 def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
     """8 GPUs (the ASPEED BMC display is no NVIDIA GPU) and 4 NVSwitches, read from the fixture
     tree, not this machine's /sys; nothing is skipped."""
-    decide = "Preflight | Decide what applies here"
-    assert check_run.fact(host, "nvidia_driver", decide, "_nvidia_driver_gpus") == 8
-    assert check_run.fact(host, "nvidia_driver", decide, "_nvidia_driver_nvswitches") == 4
-    applies = "Preflight | Decide whether the driver and fabric manager apply"
-    assert check_run.fact(host, "nvidia_driver", applies, "_nvidia_driver_fm_applies") is True
+    # the driver role reads the bus first and keeps the counts for the roles after it
+    remember = "Preflight | Remember what is on the PCI bus for the rest of the run"
+    counts = check_run.fact(host, "nvidia_driver", remember, "racksmith_pci_counts")
+    assert (counts["gpu"], counts["nvswitch"]) == (8, 4)
+    assert counts["root"] == str(check_run.sysfs)
+    # fabric manager applies: not skipped, and installed with the driver (EXPECTED)
+    assert check_run.result(
+        host, "nvidia_driver", "Say why fabric manager is skipped on this host"
+    ).get("skipped")
     for role in [role for role in PCI_ROLES if role in ROLES_OF[host]]:
         if role in SECTION_PROBES:  # the PCI bus is one section of the role's one read
             read = check_run.result(host, role, SECTION_PROBES[role])
@@ -702,7 +717,13 @@ def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
             pci = read["stdout"].split("### racksmith-probe:pci\n")[1].split("### ")[0]
             assert len(pci.splitlines()) == 50
             continue
-        (probe,) = [r for ro, n, r in check_run.tasks[host] if ro == role and n.startswith(PROBE)]
+        probes = [r for ro, n, r in check_run.tasks[host] if ro == role and n.startswith(PROBE)]
+        # it reused racksmith_pci_counts, read from the same tree: its probe was skipped, or
+        # (gdr) the file that holds it was not even included
+        if not probes or probes[0].get("skipped"):
+            assert role != "nvidia_driver"
+            continue
+        (probe,) = probes
         assert f"for d in {check_run.sysfs}/bus/pci/devices/*;" in probe["cmd"][-1]
         assert len(probe["stdout_lines"]) == 50
     assert [r["racksmith_skip"] for _, _, r in check_run.tasks[host] if "racksmith_skip" in r] == []
@@ -752,14 +773,16 @@ def test_zfs_pool_decides_nothing_here(check_run, host):
     machine: it is left out (--skip-tags zfs_pool_create; unit-tested on a real server's data).
     What runs: the preflight (bare metal, so no skip) and the Ubuntu or Debian package list; the
     local fact is not written, since nothing was decided."""
-    # as the vars file has them (templated when the pool part installs them)
-    packages = check_run.fact(host, "zfs_pool", OS_VARS, "_zfs_pool_packages")
-    assert packages == (
-        ["zfsutils-linux"] if host in UBUNTU_HOSTS
-        else ["linux-headers-{{ ansible_facts.kernel }}", "zfs-dkms", "zfsutils-linux"]
+    # the per-OS package list (vars/main.yml's _zfs_pool_by_os), said by preflight
+    said = check_run.result(host, "zfs_pool", "Preflight | Check the platform and the inputs")
+    assert said["msg"].endswith(
+        "ZFS tools zfsutils-linux" if host in UBUNTU_HOSTS
+        else "ZFS tools linux-headers-6.1.0-28-amd64, zfs-dkms, zfsutils-linux"
     )  # fmt: skip
-    decide = "Preflight | Decide whether the pool can be built here"
-    assert check_run.fact(host, "zfs_pool", decide, "_zfs_pool_skip_reason") == ""
+    # bare metal: not skipped, and the role does not end early
+    assert check_run.result(host, "zfs_pool", "Say why the pool is skipped on this host").get(
+        "skipped"
+    )
     names = [name for role, name, _ in check_run.tasks[host] if role == "zfs_pool"]
     assert not [name for name in names if name.startswith("Pool |")]
     assert check_run.result(host, "zfs_pool", "Facts | Record what the role did").get("skipped")
@@ -798,21 +821,25 @@ READ_ONLY_IN_CHECK_MODE = {
     ),
     (
         "nvidia_driver",
-        "preflight.yml",
+        "main.yml",
         "Preflight | Look for NVIDIA GPUs and NVSwitches on the PCI bus",
     ): ("cat of vendor/class under nvidia_driver_sysfs_root (here the fixture tree)"),
-    ("nvidia_driver", "driver.yml", "Driver | Ask apt for the driver's packages"): (
-        "apt-cache policy (here APT_CONFIG's lists)"
-    ),
-    ("nvidia_driver", "fabricmanager.yml", "Fabric manager | Ask apt for its packages"): (
-        "apt-cache policy"
-    ),
+    (
+        "nvidia_driver",
+        "driver.yml",
+        "Driver | Ask apt for the driver's and fabric manager's packages",
+    ): ("apt-cache policy (here APT_CONFIG's lists)"),
     ("gdr", "main.yml", "GDR | Probe the host (DOCA-OFED, units, apt)"): (
         "[ -e ] of openibd and the unit files, apt-cache policy"
     ),
     ("dcgm", "install.yml", "Install | Ask apt for DCGM's packages"): "apt-cache policy",
-    ("node_exporter", "install.yml", "Install | Ask apt for the node exporter package"): (
-        "apt-cache policy"
+    (
+        "node_exporter",
+        "main.yml",
+        "Preflight | Read what the last run left (package, hold, flags, directory, unit, apt)",
+    ): (
+        "dpkg-query -W (DPKG_ADMINDIR's database), apt-cache policy (APT_CONFIG's lists), "
+        "sha1sum and stat of two paths, systemctl is-active/is-enabled"
     ),
     ("gdr", "gather.yml", "Preflight | Look for NVIDIA GPUs and RDMA NICs on the PCI bus"): (
         "cat under gdr_sysfs_root; not run here (racksmith_pci_counts from the driver role)"
@@ -820,14 +847,13 @@ READ_ONLY_IN_CHECK_MODE = {
     ("zfs_pool", "pool.yml", "Pool | Ask apt for the ZFS tools"): (
         "apt-cache policy; not run here (--skip-tags zfs_pool_create)"
     ),
-    ("zfs_pool", "pool.yml", "Pool | Let udev finish creating /dev/disk/by-id links"): (
-        "udevadm settle waits; not run here (--skip-tags zfs_pool_create)"
-    ),
-    ("zfs_pool", "pool.yml", "Pool | List block devices"): "lsblk; not run here",
-    ("zfs_pool", "pool.yml", "Pool | List /dev/disk/by-id links"): "find -printf; not run here",
-    ("zfs_pool", "pool.yml", "Pool | List imported pools"): "zpool list; not run here",
-    ("zfs_pool", "pool.yml", "Pool | List pools available for import"): (
-        "zpool import without a pool name only lists; not run here"
+    (
+        "zfs_pool",
+        "pool.yml",
+        "Pool | List the disks, their by-id links and the pools, once udev settled",
+    ): (
+        "udevadm settle waits, lsblk, find -printf, zpool list, zpool import without a pool name "
+        "only lists; not run here (--skip-tags zfs_pool_create)"
     ),
     (
         "container_runtime",
