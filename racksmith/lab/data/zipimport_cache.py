@@ -16,8 +16,6 @@ goes wrong falls back to Python's own compile.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import marshal
 import os
 import stat
@@ -31,6 +29,11 @@ _CODE = type(compile("", "", "exec"))
 
 
 def _key(pathname: str, source: bytes) -> str:
+    # Imported here, not at the top: the .pth line imports this module at EVERY interpreter
+    # start, and these two were most of that cost (1.3 s of a 1.7 s start in the emulated VM).
+    import hashlib
+    import importlib.util
+
     inner = pathname.rsplit(".zip" + os.sep, 1)[-1]
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER + inner.encode() + b"\0" + source)
     return digest.hexdigest()
