@@ -15,8 +15,9 @@ nothing may change on a rerun; the figures are printed side by side, no timing i
     sudo .venv/bin/python tests/bench/bench_slices.py --servers 3 --faults 1   # the small figures
     sudo .venv/bin/python tests/bench/bench_slices.py --quick     # make test: outcomes only
 
-``--quick`` (CI) checks outcomes only, on a small rack: 3 servers, 1 fault, the first run itself
-sliced (``--slices 2``), judged by check-run; no reruns, so no side-by-side figures.
+``--quick`` (CI) checks outcomes only, on the smallest rack that tells: 2 servers, 1 fault,
+the first run itself sliced (``--slices 2``: one server per slice), judged by check-run; no
+reruns, so no side-by-side figures.
 
 Exit 1 when outcomes differ between K, check-run fails, a rerun changed anything or a run could
 not be measured. The lab is torn down at the end, also on failure and Ctrl-C.
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="CI: 3 servers, 1 fault, one sliced first run (--slices 2) judged by check-run",
     )
-    parser.add_argument("--servers", type=int, help="rack size (default 16, quick 3)")
+    parser.add_argument("--servers", type=int, help="rack size (default 16, quick 2)")
     parser.add_argument("--faults", help="faulty servers: 10%% or a count (default 10%%, quick 1)")
     parser.add_argument("--seed", type=int, default=7, help="rack seed (default 7)")
     parser.add_argument(
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inventory", type=Path, default=Path("/tmp/racksmith-bench-slices"))
     parser.add_argument("--runs-root", type=Path, default=RUNS_ROOT)
     args = parser.parse_args(argv)
-    servers = args.servers or (3 if args.quick else 16)
+    servers = args.servers or (2 if args.quick else 16)
     faults = args.faults or ("1" if args.quick else "10%")
     slices_list = args.slices or [1, 2]
     if os.geteuid() != 0:
