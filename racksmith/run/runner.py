@@ -66,6 +66,8 @@ class RunRequest:
     run_dir: Path
     limit: str | None = None
     tags: str | None = None
+    #: tags whose tasks do not run, even those also tagged `always` (a sliced run's prepare)
+    skip_tags: str | None = None
     #: default: the checkout's ansible.cfg; None for a collection playbook: Ansible's own search
     ansible_config: Path | None = None
     interval: float = DEFAULT_INTERVAL
@@ -204,6 +206,7 @@ def execute(
             else request.inventory,
             limit=request.limit,
             tags=request.tags,
+            skip_tags=request.skip_tags,
             extravars=dict(request.extravars) if request.extravars else None,
             envvars=_envvars(request),
             ident=IDENT,

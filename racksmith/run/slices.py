@@ -37,6 +37,8 @@ from racksmith.run.runner import RunOutcome, RunRequest, execute
 
 #: The phases of the one process before the slices, and those the slices share.
 PREPARE_TAGS = "preflight,discover,enlist,deploy"
+#: the slices' phases: skipped in prepare even where a role's task is tagged `always`
+PREPARE_SKIP_TAGS = "configure,validate"
 SLICE_TAGS = "configure,validate"
 PREPARE = "prepare"
 CARRY = "carry.yml"
@@ -143,7 +145,13 @@ def execute_sliced(
     shards = run_dir / SHARDS_DIR
     shard_env = {**(request.env or {}), SHARD_ENV: "1"}
     prepare = execute(
-        replace(request, run_dir=shards / PREPARE, tags=PREPARE_TAGS, env=shard_env),
+        replace(
+            request,
+            run_dir=shards / PREPARE,
+            tags=PREPARE_TAGS,
+            skip_tags=PREPARE_SKIP_TAGS,
+            env=shard_env,
+        ),
         _Prefixed(out, PREPARE, threading.Lock()),
         tty=False,
     )
