@@ -222,6 +222,18 @@ def deploy_durations(events: list[dict], since: float) -> dict[str, float]:
 # -- the lab and the runs ---------------------------------------------------------------------
 
 
+def lab_env(inventory: Path, **extra: str) -> dict[str, str]:
+    """The environment a bench's racksmith runs get: the checkout's venv and ansible.cfg, the
+    bench lab's rack file and lab directory, plus ``extra``."""
+    return dict(
+        os.environ,
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        RACKSMITH_RACK=str(inventory / "rack.yml"),
+        RACKSMITH_LAB_DIR=str(LAB["lab_dir"]),
+        **extra,
+    )
+
 @dataclass
 class Bench:
     inventory: Path
@@ -580,14 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     lab_dir = LAB["lab_dir"]
-    env = dict(
-        os.environ,
-        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        RACKSMITH_RACK=str(args.inventory / "rack.yml"),
-        RACKSMITH_LAB_DIR=str(lab_dir),
-        RACKSMITH_PROGRESS_INTERVAL="10",
-    )
+    env = lab_env(args.inventory, RACKSMITH_PROGRESS_INTERVAL="10")
     for name in ("MAAS_URL", "MAAS_API_KEY", "RACKSMITH_BMC_USERNAME", "RACKSMITH_BMC_PASSWORD"):
         env.pop(name, None)  # never another lab's credentials
     bench = Bench(inventory=args.inventory, lab_dir=lab_dir, env=env)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_site import BIN, LAB, REPO, Bench, cpu_seconds, load
+from bench_site import BIN, LAB, REPO, Bench, cpu_seconds, lab_env, load
 
 RUNS_ROOT = Path("/tmp/racksmith-bench-slices-runs")
 _RESULTS = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
@@ -195,12 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_slices: the lab needs root (bridge, netns, systemd-nspawn)", file=sys.stderr)
         return 1
     lab_dir = LAB["lab_dir"]
-    env = dict(
-        os.environ,
-        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        RACKSMITH_RACK=str(args.inventory / "rack.yml"),
-        RACKSMITH_LAB_DIR=str(lab_dir),
+    env = lab_env(
+        args.inventory,
         RACKSMITH_PROGRESS_INTERVAL="60",
         RACKSMITH_RUNS_DIR=str(args.runs_root),  # history.jsonl here, never the checkout's
     )
