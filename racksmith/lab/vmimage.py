@@ -6,7 +6,8 @@ so a role that loads a module, builds DKMS or needs ``linux-headers-<kernel>``
 can only be tested in a guest with a kernel of its own (docs/lab.md, "The VM lane"). KVM does
 not work on the CI machine type, so guests run under TCG, where DKMS builds would take many
 minutes. DKMS builds for every kernel whose headers are installed, not for the running one,
-so the modules are built here, natively, in a chroot of the image tree (~5 min once).
+so the modules are built here, natively, in a chroot of the image tree (~25 min once on a
+loaded 2-core machine, both kernels).
 
 The image holds nothing per-VM (no SSH keys, empty machine-id, no apt proxy, no address):
 racksmith.lab.vm writes those into each VM's fresh OS disk. The guest is booted with
@@ -42,13 +43,30 @@ from racksmith.lab.proc import file_lock
 ROOT_LABEL = "rsvm-root"
 
 #: apt-get steps in the chroot, in order (each: extra apt-get arguments). Measured natively
-#: on the CI machine type: 20 s, 2 min 15 s, 1 min 44 s (docs/lab.md).
+#: on the CI machine type: 20 s, 2 min 15 s, 1 min 44 s (docs/lab.md); on the loaded 2-core
+#: machine 51 s, 522 s, 380 s.
+#:
+#: The last stage is the VM lane's kernel update (issue 20): a second kernel, with its headers,
+#: installed after the driver's DKMS package, as an update reaches a host. Its postinst hook
+#: (/etc/kernel/postinst.d/dkms) builds zfs and nvidia for it, here, natively: under emulation
+#: that build would take longer than the lane's whole budget. It is Debian's generic flavour of
+#: the same release (another ``uname -r``, its own headers and /lib/modules), because bookworm
+#: always carries it; another ABI of the cloud kernel is in the archive only between point
+#: releases, so a recipe naming one would stop building. The VM boots the cloud kernel; the
+#: lane's verify boots this one (kexec: the VM starts with ``-kernel``, so a firmware reboot
+#: would boot the image's kernel again) and loads the driver there.
 DEFAULT_STAGES: tuple[tuple[str, ...], ...] = (
     ("linux-image-cloud-amd64", "linux-headers-cloud-amd64", "initramfs-tools"),
     ("--no-install-recommends", "dkms", "zfs-dkms", "zfsutils-linux"),
     ("--no-install-recommends", "nvidia-tesla-535-kernel-dkms"),
+    ("--no-install-recommends", "linux-image-amd64", "linux-headers-amd64", "kexec-tools"),
 )
-#: DKMS modules that must be ``installed`` for the image's kernel, or the build fails.
+#: The flavour of the kernel the VM boots (``-kernel``); the other kernels in /boot are the
+#: update that the lane's verify boots into.
+BOOT_FLAVOUR = "cloud-amd64"
+#: How many kernels /boot must hold after the stages (the boot kernel and the update).
+KERNELS = 2
+#: DKMS modules that must be ``installed`` for every kernel in the image, or the build fails.
 REQUIRED_DKMS = ("zfs", "nvidia-tesla-535")
 COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
 #: The cloud kernel has these as modules; without them in the initramfs the guest stops at
@@ -61,6 +79,11 @@ for m in {" ".join(INITRAMFS_MODULES)}; do
   grep -qx "$m" /etc/initramfs-tools/modules || echo "$m" >> /etc/initramfs-tools/modules
 done
 update-initramfs -u -k all
+# kexec-tools is there for the lane's verify to boot the second kernel on request; it must not
+# turn every reboot into a kexec of /vmlinuz (its LOAD_KEXEC), or the driver's reboot in
+# converge would boot the second kernel.
+sed -i 's/^LOAD_KEXEC=.*/LOAD_KEXEC=false/' /etc/default/kexec
+grep -qx 'LOAD_KEXEC=false' /etc/default/kexec
 # In the guest, initramfs rebuilds (the driver packages' trigger, nvidia_driver's nouveau
 # blacklist) run under emulation, where MODULES=most and zstd -9 took about 2 minutes each:
 # take only the modules the guest uses and compress fast. Written after the image's own
@@ -92,6 +115,8 @@ class VmRecipe:
     suite: str = "bookworm"
     components: tuple[str, ...] = COMPONENTS
     stages: tuple[tuple[str, ...], ...] = DEFAULT_STAGES
+    boot_flavour: str = BOOT_FLAVOUR
+    kernels: int = KERNELS
     required_dkms: tuple[str, ...] = REQUIRED_DKMS
     root_label: str = ROOT_LABEL
     customize: str = field(default=CUSTOMIZE, repr=False)
@@ -138,12 +163,18 @@ def missing_dkms(entries: list[DkmsEntry], required: tuple[str, ...], kernel: st
     return [m for m in required if m not in done]
 
 
-def pick_kernel(boot_files: list[str]) -> str:
-    """The one kernel version with a vmlinuz in /boot; several or none is an error."""
+def pick_kernels(boot_files: list[str], flavour: str, count: int) -> tuple[str, list[str]]:
+    """The kernel the VM boots (the one of ``flavour``) and every kernel version with a vmlinuz
+    in /boot; another number of kernels than ``count``, or not exactly one of ``flavour``, is
+    an error (the recipe's stages decide both)."""
     versions = sorted(f.removeprefix("vmlinuz-") for f in boot_files if f.startswith("vmlinuz-"))
-    if len(versions) != 1:
-        raise LabError(f"expected exactly one kernel in the VM image's /boot, found {versions}")
-    return versions[0]
+    boot = [v for v in versions if v.endswith(f"-{flavour}")]
+    if len(versions) != count or len(boot) != 1:
+        raise LabError(
+            f"expected {count} kernels in the VM image's /boot, exactly one of flavour {flavour},"
+            f" found {versions}"
+        )
+    return boot[0], versions
 
 
 @dataclass(frozen=True)
@@ -184,7 +215,7 @@ def image_dir(recipe: VmRecipe | None = None, cache: Path | None = None) -> Path
 def ensure_vm_image(
     recipe: VmRecipe | None = None, *, cache: Path | None = None, quiet: bool = False
 ) -> VmImage:
-    """The cached VM image for ``recipe``, built first when missing (~5 min, once).
+    """The cached VM image for ``recipe``, built first when missing (~25 min, once).
 
     A file lock makes concurrent callers (CI's background build and a ``vm up``) wait for one
     build. Safe to call from a background job: ``python -c 'from racksmith.lab import vm;
@@ -218,7 +249,8 @@ def _build(recipe: VmRecipe, cache: Path, target: VmImage, *, quiet: bool) -> No
     t0 = time.monotonic()
     _say(
         quiet,
-        f"building VM image {target.dir.name} (kernel + DKMS zfs and nvidia, about 5 minutes);"
+        f"building VM image {target.dir.name} (two kernels + DKMS zfs and nvidia for each,"
+        " about 25 minutes on a loaded 2-core machine);"
         f" log: {log}",
     )
     try:
@@ -271,7 +303,9 @@ def _chroot_build(recipe: VmRecipe, root: Path, out, log: Path) -> dict:
                 stdin=recipe.customize.encode(),
                 env=env,
             )
-            kernel = pick_kernel([p.name for p in (root / "boot").iterdir()])
+            kernel, kernels = pick_kernels(
+                [p.name for p in (root / "boot").iterdir()], recipe.boot_flavour, recipe.kernels
+            )
             status = _step(
                 [*chroot, "dkms", "status"], out, log, "dkms status", env=env, capture=True
             )
@@ -280,16 +314,18 @@ def _chroot_build(recipe: VmRecipe, root: Path, out, log: Path) -> dict:
         resolv.write_bytes(image_resolv)
         policy.unlink(missing_ok=True)
     entries = parse_dkms_status(status)
-    missing = missing_dkms(entries, recipe.required_dkms, kernel)
+    missing = {k: m for k in kernels if (m := missing_dkms(entries, recipe.required_dkms, k))}
     if missing:
         raise LabError(
-            f"VM image: DKMS modules {missing} are not installed for kernel {kernel};"
+            f"VM image: DKMS modules are not installed for every kernel (missing: {missing});"
             f" `dkms status` said:\n{status}\nlog {log}:\n{_tail(log)}"
         )
     module_dir = root / "lib/modules" / kernel / "updates/dkms"
     modules = sorted(p.name.split(".ko")[0] for p in module_dir.glob("*.ko*"))
     return {
         "kernel": kernel,
+        # the kernels the lane's verify boots into after the driver is installed
+        "update_kernels": [k for k in kernels if k != kernel],
         "root_label": recipe.root_label,
         "dkms": [asdict(e) for e in entries],
         "dkms_modules": modules,

@@ -30,6 +30,8 @@ def test_digest_is_stable_and_follows_every_input():
         dataclasses.replace(BASE, components=("main",)),
         dataclasses.replace(BASE, customize=BASE.customize + "\ntrue\n"),
         dataclasses.replace(BASE, root_label="other"),
+        dataclasses.replace(BASE, boot_flavour="amd64"),
+        dataclasses.replace(BASE, kernels=3),
     ]
     digests = {r.digest() for r in changed}
     assert BASE.digest() not in digests and len(digests) == len(changed)
@@ -81,11 +83,40 @@ def test_missing_dkms_is_per_kernel_and_needs_installed():
     assert vmimage.missing_dkms([], required, "6.1.0-50-cloud-amd64") == list(required)
 
 
-def test_pick_kernel_wants_exactly_one():
-    assert vmimage.pick_kernel(["config-6.1.0-50-cloud-amd64", "vmlinuz-6.1.0-50-cloud-amd64"]) == (
-        "6.1.0-50-cloud-amd64"
+BOOT = ["config-6.1.0-50-cloud-amd64", "vmlinuz-6.1.0-50-cloud-amd64", "System.map-x"]
+
+
+def test_pick_kernels_finds_the_boot_kernel_and_the_update():
+    files = [*BOOT, "vmlinuz-6.1.0-50-amd64", "initrd.img-6.1.0-50-amd64"]
+    assert vmimage.pick_kernels(files, "cloud-amd64", 2) == (
+        "6.1.0-50-cloud-amd64",
+        ["6.1.0-50-amd64", "6.1.0-50-cloud-amd64"],
     )
-    with pytest.raises(LabError, match="exactly one kernel"):
-        vmimage.pick_kernel(["initrd.img-x"])
-    with pytest.raises(LabError, match="exactly one kernel"):
-        vmimage.pick_kernel(["vmlinuz-a", "vmlinuz-b"])
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        ["initrd.img-x"],  # no kernel at all
+        BOOT,  # the second kernel's stage installed nothing
+        ["vmlinuz-6.1.0-50-amd64", "vmlinuz-6.1.0-49-amd64"],  # none of the boot flavour
+        [*BOOT, "vmlinuz-6.1.0-49-cloud-amd64"],  # two of the boot flavour: which boots?
+        [*BOOT, "vmlinuz-6.1.0-50-amd64", "vmlinuz-6.1.0-49-amd64"],  # one too many
+    ],
+)
+def test_pick_kernels_refuses_another_set_of_kernels(files):
+    with pytest.raises(LabError, match=r"expected 2 kernels .* flavour cloud-amd64"):
+        vmimage.pick_kernels(files, "cloud-amd64", 2)
+
+
+def test_the_recipe_installs_a_second_kernel_after_the_driver():
+    """The kernel update comes after the driver's DKMS package, as on a host, so its postinst
+    hook builds the driver for it; the VM boots the cloud kernel, not the update."""
+    flat = [" ".join(stage) for stage in vmimage.DEFAULT_STAGES]
+    driver = next(i for i, s in enumerate(flat) if "nvidia-tesla-535-kernel-dkms" in s)
+    update = next(i for i, s in enumerate(flat) if "linux-image-amd64" in s)
+    assert driver < update and "linux-headers-amd64" in flat[update]
+    assert "kexec-tools" in flat[update]
+    assert vmimage.VmRecipe().boot_flavour == "cloud-amd64" and vmimage.VmRecipe().kernels == 2
+    # every reboot must not become a kexec of the newest kernel
+    assert "LOAD_KEXEC=false" in vmimage.CUSTOMIZE
