@@ -155,7 +155,7 @@ if wants static; then
   run_step static:ansible-lint env ANSIBLE_INVENTORY="$PWD/tests/lint/inventory.ini" "${NICE[@]}" ansible-lint --offline
 fi
 wants unit && run_step unit "${NICE[@]}" pytest -q -n auto -p no:cacheprovider tests/unit
-wants integration && run_step integration "${NICE[@]}" pytest -q -p no:cacheprovider -m "not lab" tests/integration
+wants integration && run_step integration "${NICE[@]}" pytest -q -p no:cacheprovider --durations=25 -m "not lab" tests/integration
 wants sanity && run_step sanity "${NICE[@]}" scripts/sanity.sh
 
 # --- lab lane ----------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ if wants lab && is_root; then
   if [[ $(cat "$LOGS/lab:up.rc") == 0 ]]; then
     # Serial: the lab tests share one bridge per module and the machine has 2 cores.
     # The VM's own test belongs to the vm lane.
-    run_step lab:pytest "${NICE[@]}" pytest -q -p no:cacheprovider -m lab tests/integration \
+    run_step lab:pytest "${NICE[@]}" pytest -q -p no:cacheprovider --durations=25 -m lab tests/integration \
       --ignore=tests/integration/lab/test_lab_vm.py
     for scenario in roles/*/molecule/*/molecule.yml; do
       [[ -e $scenario ]] || continue
