@@ -1,0 +1,147 @@
+"""``racksmith diagnose mfu`` end to end: real smoke curves, a generated throttling curve joined
+to health reports the real agent wrote for stand-in hosts, bad input."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from racksmith.testing.curves import BASE, generate
+from racksmith.triage.history import HostRun, RunRecord
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from quick_hosts import FIXTURES, REPO, check_command, make_hosts, profile
+
+X1, X2 = FIXTURES / "h200-x1-run", FIXTURES / "h200-x2-run"
+
+
+def racksmith(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "racksmith", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def write_jsonl(path: Path, samples) -> Path:
+    path.write_text(
+        "".join(json.dumps({"step": s.step, "mfu": round(s.value, 5)}) + "\n" for s in samples)
+    )
+    return path
+
+
+def test_real_smoke_log_is_healthy_against_the_other_runs_load_report():
+    proc = racksmith(
+        "diagnose",
+        "mfu",
+        str(X1 / "clean-smoke-1gpu.log"),
+        "--baseline",
+        str(X2 / "load-report.json"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "HEALTHY" in proc.stdout.splitlines()[0]
+    proc = racksmith(
+        "diagnose", "mfu", str(X2 / "smoke-1gpu.json"), "--expected-mfu", "0.45", "--json"
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["verdict"] == "healthy" and doc["warmup"] == 10
+    assert doc["schema"] == "racksmith.diagnose.mfu/v1" and doc["suspect_hosts"] == []
+
+
+def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
+    """h2's quick report (the agent on the thermal-slowdown capture) has clock_events FAIL;
+    h3 has no report at all: missing evidence, said, never counted as clean."""
+    root = make_hosts(tmp_path, {"h1": None, "h2": "thermal-slowdown"})
+    prof = profile(tmp_path)
+    run_dir = tmp_path / "runs" / "20261201-000000-x"
+    for host in ("h1", "h2"):
+        argv = [a.replace("{host}", host) for a in shlex.split(check_command(root, prof))]
+        report = subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+        (run_dir / "health" / host).mkdir(parents=True)
+        (run_dir / "health" / host / "quick.json").write_text(report)
+    history = RunRecord(
+        "earlier",
+        "2026-11-20T00:00:00Z",
+        {
+            "h1": HostRun("GOLDEN"),
+            "h2": HostRun("GOLDEN"),
+            "h3": HostRun("FAILED validate", "thermal"),
+        },
+    )
+    (run_dir.parent / "history.jsonl").write_text(history.to_json() + "\n")
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("h1\nh2\nh3\n")
+    curve = write_jsonl(tmp_path / "steps.jsonl", generate("clock_throttle", seed=3))
+
+    proc = racksmith(
+        "diagnose",
+        "mfu",
+        str(curve),
+        "--expected-mfu",
+        str(BASE),
+        "--hosts",
+        str(hosts),
+        "--run-dir",
+        str(run_dir),
+        "--json",
+    )
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [p["pattern"] for p in doc["patterns"]] == ["clock_throttle"]
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert doc["suspect_hosts"] == ["h2", "h3"]  # h2: clocks now; h3: a thermal failure before
+    assert any(
+        f["kind"] == "clock_events"
+        and f["status"] == "FAIL"
+        and "hw_thermal_slowdown" in f["detail"]
+        for f in by_host["h2"]["findings"]
+    )
+    assert [f["kind"] for f in by_host["h3"]["findings"]] == ["history"]
+    assert any(m.startswith("clock_events: quick.json: not in") for m in by_host["h3"]["missing"])
+    assert by_host["h1"]["findings"] == [] and "clock_events (quick.json)" in by_host["h1"]["clean"]
+
+    text = racksmith(
+        "diagnose",
+        "mfu",
+        str(curve),
+        "--expected-mfu",
+        str(BASE),
+        "--hosts",
+        str(hosts),
+        "--run-dir",
+        str(run_dir),
+    ).stdout
+    assert "hosts to look at first: h2, h3" in text
+    assert "h3: missing evidence: clock_events" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.jsonl", "--expected-mfu", "0.4"], "missing.jsonl: No such file"),
+        (["{curve}", "--expected-mfu", "45"], "give MFU as a fraction"),
+        (["{curve}", "--baseline", "{tokens}"], "is in mfu, the expectation"),
+        (["{curve}", "--expected-mfu", "0.4", "--limit", "x"], "--limit needs --inventory"),
+        (
+            ["{curve}", "--expected-mfu", "0.4", "--hosts", "h", "--run-dir", "nowhere"],
+            "--run-dir nowhere: not a directory",
+        ),
+    ],
+)
+def test_bad_input_exits_2_and_names_it(tmp_path, args, message):
+    curve = write_jsonl(tmp_path / "c.jsonl", generate("healthy"))
+    tokens = tmp_path / "t.csv"
+    tokens.write_text("step,tokens,seconds\n" + "".join(f"{i},1000,0.5\n" for i in range(30)))
+    argv = [a.format(curve=curve, tokens=tokens) for a in args]
+    proc = racksmith("diagnose", "mfu", *argv, "--json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert message in proc.stderr
