@@ -77,8 +77,18 @@ def from_environment(per_minute: float | str | None = None) -> Pace:
     return Pace(rate, Path(path))
 
 
-def take_slot(pace: Pace, *, now: Callable[[], float] = time.time) -> float:
-    """Reserve the next slot (a wall-clock time) and return it; never waits for the slot."""
+def take_slot(
+    pace: Pace,
+    *,
+    now: Callable[[], float] = time.time,
+    budget: float | None = None,
+    what: str = "power action",
+) -> float:
+    """Reserve the next slot (a wall-clock time) and return it; never waits for the slot.
+
+    With ``budget`` (seconds the caller has left), a slot further away than that is refused
+    (:class:`PacingTimeout`) *without* being reserved: an action that will not be sent must not
+    push every later action of the fleet back by one interval."""
     if pace.per_minute <= 0:
         return now()
     pace.state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -94,6 +104,12 @@ def take_slot(pace: Pace, *, now: Callable[[], float] = time.time) -> float:
         if not math.isfinite(last) or last > current + 86400:
             last = 0.0  # a clock jump backwards must not stall the fleet for a day
         slot = max(current, last + pace.interval)
+        delay = slot - current
+        if budget is not None and delay > budget:
+            raise PacingTimeout(
+                f"{what}: the fleet's power pacing ({pace.per_minute:g}/min) would hold it "
+                f"{delay:.0f}s, longer than the {budget:.0f}s left; not sent"
+            )
         os.lseek(fd, 0, os.SEEK_SET)
         os.ftruncate(fd, 0)
         os.write(fd, f"{slot:.6f}\n".encode())
@@ -111,14 +127,10 @@ def wait_turn(
     sleep: Callable[[float], None] = time.sleep,
 ) -> float:
     """Wait for this action's slot; returns the seconds waited. ``budget`` (seconds the caller
-    has left) refuses a wait that would outlast it: the action is not sent late."""
-    slot = take_slot(pace, now=now)
+    has left) refuses a wait that would outlast it, before it starts and without taking the
+    slot: the action is not sent late, and later actions are not held back for it."""
+    slot = take_slot(pace, now=now, budget=budget, what=what)
     delay = max(0.0, slot - now())
-    if budget is not None and delay > budget:
-        raise PacingTimeout(
-            f"{what}: the fleet's power pacing ({pace.per_minute:g}/min) would hold it "
-            f"{delay:.0f}s, longer than the {budget:.0f}s left; not sent"
-        )
     if delay > 0:
         sleep(delay)
     return delay

@@ -69,6 +69,16 @@ options:
       360).
     type: dict
     default: {}
+  power_actions_per_minute:
+    description:
+    - 'The fleet''s power pacing: commission, deploy and release (MAAS powers the
+      machine for each) take a slot of one fleet-wide pace, shared with every BMC
+      power action of the controller; C(0) turns pacing off.'
+    - Default from C(RACKSMITH_POWER_ACTIONS_PER_MINUTE), else 20 per minute (the
+      playbooks pass C(racksmith_power_actions_per_minute)).
+    - A wait for the slot longer than the budget of the state the operation starts
+      (see C(wait_budgets)) is refused before anything is sent.
+    type: float
 """
 
     # racksmith_maas.selector: how maas_deploy and maas_release name their one machine.

@@ -96,7 +96,9 @@ def connect(params: dict[str, Any]) -> MaasClient:
 
 def policy(params: dict[str, Any]) -> WaitPolicy:
     return WaitPolicy.build(
-        poll_interval=params.get("poll_interval"), budget_minutes=params.get("wait_budgets") or {}
+        poll_interval=params.get("poll_interval"),
+        budget_minutes=params.get("wait_budgets") or {},
+        power_actions_per_minute=params.get("power_actions_per_minute"),
     )
 
 

@@ -55,7 +55,11 @@ def _progress(machine: Machine) -> None:
 
 
 def _policy(args: argparse.Namespace) -> lifecycle.WaitPolicy:
-    return lifecycle.WaitPolicy.build(poll_interval=args.poll_interval, progress=_progress)
+    return lifecycle.WaitPolicy.build(
+        poll_interval=args.poll_interval,
+        progress=_progress,
+        power_actions_per_minute=args.power_actions_per_minute,
+    )
 
 
 def cmd_machines(args: argparse.Namespace, client: MaasClient) -> int:

@@ -142,3 +142,8 @@ class MachineStateError(MaasError):
 
 class BootDiskError(MaasError):
     """No block device, or more than one, matches the boot-disk rule (names the candidates)."""
+
+
+class PacingRefused(MaasError):
+    """The fleet's power pacing would hold this power action (commission, deploy, release)
+    longer than its budget: the action was not sent (:mod:`racksmith.pacing`)."""

@@ -6,6 +6,13 @@ each transitional state its own budget (maas-api.md §5), and treat three things
 a failure status, a return to the state the operation started from (MAAS reverts a
 commissioning whose power action failed to *New*, silently: §3), and an exhausted budget.
 Every failure carries a :class:`~racksmith.maas.errors.Triage` naming the cause.
+
+Commission, deploy and release make MAAS power the machine (on, or off after a release), so each
+first takes a slot of the fleet's power pacing (:mod:`racksmith.pacing`, the same pace as every
+BMC power action): a rack's commissioning is spread out instead of one burst at the fabric
+manager and the BMC network. The wait for the slot may not outlast the budget of the state the
+operation starts (commissioning 45 min, deploying 60, releasing 15): a longer one is refused
+before anything is sent (:class:`~racksmith.maas.errors.PacingRefused`).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import random
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from racksmith import pacing
 from racksmith.maas import machines as records
 from racksmith.maas import triage
 from racksmith.maas.client import MaasClient
@@ -27,6 +35,7 @@ from racksmith.maas.errors import (
     MaasTransportError,
     MachineFailed,
     MachineStateError,
+    PacingRefused,
 )
 from racksmith.maas.machines import MachineSpec, Outcome
 from racksmith.maas.model import RELEASABLE, BlockDevice, Machine, NodeStatus, expect_list
@@ -46,6 +55,13 @@ DEFAULT_BUDGETS: Mapping[NodeStatus, float] = {
     S.DISK_ERASING: 6 * 60 * MINUTE,
 }
 BUDGET_NAMES = {s.filter_name: s for s in DEFAULT_BUDGETS}
+#: The operations that make MAAS power a machine, and the state each starts: the wait for the
+#: power slot is bounded by that state's budget.
+POWER_OPS: Mapping[str, NodeStatus] = {
+    "commission": S.COMMISSIONING,
+    "deploy": S.DEPLOYING,
+    "release": S.RELEASING,
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,8 @@ class WaitPolicy:
     clock: Clock = field(default_factory=Clock)
     abort_on_timeout: bool = True
     progress: Callable[[Machine], None] | None = None
+    #: The fleet's power pacing; None: the environment's setting when an action is sent.
+    pace: pacing.Pace | None = None
 
     @classmethod
     def build(
@@ -66,8 +84,14 @@ class WaitPolicy:
         budget_minutes: Mapping[str, float] | None = None,
         clock: Clock | None = None,
         progress: Callable[[Machine], None] | None = None,
+        power_actions_per_minute: float | str | None = None,
     ) -> WaitPolicy:
-        """From user options: one interval (jittered +-25%) and budgets by state name."""
+        """From user options: one interval (jittered +-25%), budgets by state name, and the
+        fleet's power pace (``power_actions_per_minute``; None: the environment's, else 20)."""
+        try:
+            pace = pacing.from_environment(power_actions_per_minute)
+        except pacing.PacingError as exc:  # a wrong setting: said before any power action
+            raise MaasConfigError(str(exc)) from None
         budgets = dict(DEFAULT_BUDGETS)
         for name, minutes in (budget_minutes or {}).items():
             if name not in BUDGET_NAMES:
@@ -83,7 +107,11 @@ class WaitPolicy:
                 raise MaasConfigError("poll_interval must be positive seconds")
             interval = (poll_interval * 0.75, poll_interval * 1.25)
         return cls(
-            poll_interval=interval, budgets=budgets, clock=clock or Clock(), progress=progress
+            poll_interval=interval,
+            budgets=budgets,
+            clock=clock or Clock(),
+            progress=progress,
+            pace=pace,
         )
 
     def next_poll(self) -> float:
@@ -145,10 +173,29 @@ def _abort(client: MaasClient, machine: Machine) -> str:
     return "; racksmith aborted the operation"
 
 
+def paced(machine: Machine, op: str, policy: WaitPolicy) -> float:
+    """Wait for the power slot of ``op`` on ``machine``; the seconds waited. A wait longer than
+    the budget of the state ``op`` starts is refused (:class:`PacingRefused`), nothing sent."""
+    state = POWER_OPS[op]
+    try:
+        pace = policy.pace or pacing.from_environment()
+        # Budgets are MAAS seconds (a simulator's run faster); the pace is real seconds.
+        budget = policy.budget(state) / policy.clock.scale
+        return pacing.wait_turn(
+            pace, f"{op} of {machine.label} (within its {state.display} budget)", budget=budget
+        )
+    except pacing.PacingTimeout as exc:
+        raise PacingRefused(str(exc)) from None
+    except pacing.PacingError as exc:
+        raise MaasConfigError(str(exc)) from None
+
+
 def _post_then_read(
-    client: MaasClient, machine: Machine, op: str, data: list | dict | None
+    client: MaasClient, machine: Machine, op: str, data: list | dict | None, policy: WaitPolicy
 ) -> Machine:
-    """POST a state-changing op. If the answer is lost, re-read instead of repeating it."""
+    """POST a state-changing op, after its power slot. If the answer is lost, re-read instead
+    of repeating it."""
+    paced(machine, op, policy)
     try:
         return Machine.from_json(client.post(f"machines/{machine.system_id}/", data, op=op))
     except (MaasTransportError, MaasServerError) as exc:
@@ -184,7 +231,7 @@ def commission(
 ) -> Machine:
     """Commission and wait for Ready; a return to the starting state is a failure."""
     origin = machine.status
-    started = _post_then_read(client, machine, "commission", options.fields())
+    started = _post_then_read(client, machine, "commission", options.fields(), policy)
     return _wait_commissioned(client, started, policy, reverts=(origin,))
 
 
@@ -384,7 +431,7 @@ def deploy(
         # Someone may have recommissioned since enlist: check the pin right before installing.
         outcome.merge(pin_boot_disk(client, machine, rule, layout=layout))
         machine = outcome.machine or machine
-    started = _post_then_read(client, machine, "deploy", options.fields())
+    started = _post_then_read(client, machine, "deploy", options.fields(), policy)
     outcome.did(
         f"deployed {machine.label} with {options.distro_series}"
         + (f" ({options.hwe_kernel})" if options.hwe_kernel else "")
@@ -455,7 +502,7 @@ def release(
     if check_mode:
         outcome.did(f"would release {machine.label} ({status.display}) {options.describe()}")
         return outcome
-    started = _post_then_read(client, machine, "release", options.fields())
+    started = _post_then_read(client, machine, "release", options.fields(), policy)
     outcome.did(f"released {machine.label} {options.describe()}")
     outcome.machine = _wait_released(client, started, policy)
     return outcome

@@ -7,10 +7,21 @@ fragment), what ``racksmith maas`` offers on the command line, and (connection p
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
+from racksmith import pacing
 from racksmith.maas import client
 from racksmith.optionspec import Option, ca_bundle_option, positive_int, print_fragments, seconds
+
+
+def _per_minute(text: str) -> float:
+    """``--power-actions-per-minute``: a finite number >= 0 (the message names the setting)."""
+    try:
+        return pacing.rate_from(text)
+    except pacing.PacingError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
 
 MAAS_URL = Option(
     "maas_url",
@@ -116,7 +127,21 @@ CONNECTION = (
     DEADLINE,
     MAX_ANSWER_BYTES,
 )
-WAIT = (POLL_INTERVAL, WAIT_BUDGETS)
+POWER_ACTIONS_PER_MINUTE = Option(
+    "power_actions_per_minute",
+    "float",
+    (
+        "The fleet's power pacing: commission, deploy and release (MAAS powers the machine for"
+        " each) take a slot of one fleet-wide pace, shared with every BMC power action of the"
+        " controller; C(0) turns pacing off.",
+        "Default from C(RACKSMITH_POWER_ACTIONS_PER_MINUTE), else 20 per minute (the playbooks"
+        " pass C(racksmith_power_actions_per_minute)).",
+        "A wait for the slot longer than the budget of the state the operation starts (see"
+        " C(wait_budgets)) is refused before anything is sent.",
+    ),
+    cli_type=_per_minute,
+)
+WAIT = (POLL_INTERVAL, WAIT_BUDGETS, POWER_ACTIONS_PER_MINUTE)
 
 PXE_MAC = Option("pxe_mac", "str", ("PXE MAC of the machine (preferred selector).",), cli=False)
 SYSTEM_ID = Option("system_id", "str", ("MAAS system id.",), cli=False)

@@ -66,6 +66,15 @@ class Sim:
         return MaasClient(Credentials(self.url, key or self.key), **kwargs)
 
 
+@pytest.fixture(autouse=True)
+def _no_power_pacing(monkeypatch, tmp_path):
+    """Commission, deploy and release take a slot of the fleet's power pacing (default 20 a
+    minute, in real seconds): off for the tests that are not about it, and never the user's
+    shared state file. test_maas_pacing.py gives its policies a pace of their own."""
+    monkeypatch.setenv("RACKSMITH_POWER_ACTIONS_PER_MINUTE", "0")
+    monkeypatch.setenv("RACKSMITH_POWER_PACING_FILE", str(tmp_path / "power-pacing"))
+
+
 @pytest.fixture
 def sim():
     store = Store(clock=SimClock(SPEED), seed=7)
