@@ -29,7 +29,7 @@ _EPILOG = """examples:
   racksmith diagnose mfu steps.csv --expected-mfu 0.42 -i inventory/site -l job42 \\
       --run-dir runs/20261130-064537-demo
 metrics file: JSON lines or CSV with step and mfu (a fraction), or step, tokens and seconds
-(or time); racksmith's smoke test result (smoke-<N>gpu.json) and log are read as they are.
+(or time); the result (smoke-<N>gpu.json) and log of the smoke test are read as they are.
 """
 
 
