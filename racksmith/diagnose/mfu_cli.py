@@ -210,7 +210,12 @@ def text(doc: dict, result: Diagnosis) -> str:
         f"{doc['metrics']} ({doc['source']}, {doc['warmup']} warm-up steps left out): "
         f"{result.verdict.upper()}"
     ]
-    lines.append(f"  expected {doc['expected']:.4g} {doc['unit']} ({doc['expected_from']})")
+    shown = (
+        f"{100 * doc['expected']:.1f}% MFU"
+        if doc["unit"] == metrics.MFU
+        else f"{doc['expected']:,.0f} {doc['unit']}"
+    )
+    lines.append(f"  expected {shown} ({doc['expected_from']})")
     fig = result.figures
     if fig:
         lines.append(

@@ -66,3 +66,25 @@ def generate(name: str, steps: int = 600, seed: int = 0, base: float = BASE) -> 
                 out[i] = Sample(i, noisy(base * 0.7))
             start += length + rng.randint(40, 80)
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m racksmith.testing.curves SHAPE [SEED]``: the curve as JSON lines on stdout
+    (the format ``racksmith diagnose mfu`` reads), to reproduce the docs' examples."""
+    import json
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] not in SHAPES:
+        print(
+            f"usage: python -m racksmith.testing.curves {{{','.join(SHAPES)}}} [SEED]",
+            file=sys.stderr,
+        )
+        return 2
+    for s in generate(args[0], seed=int(args[1]) if len(args) > 1 else 0):
+        print(json.dumps({"step": s.step, "mfu": round(s.value, 5)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
