@@ -95,8 +95,11 @@ def host_evidence(
     reports: Mapping[str, Mapping[str, Any]],
     report_missing: Sequence[str],
     history: Sequence[RunRecord] | None,
+    causes: Sequence[str] = (),
 ) -> HostEvidence:
-    """What the reports and the history hold on ``host`` for the evidence ``kinds``."""
+    """What the reports and the history hold on ``host`` for the evidence ``kinds``; past
+    failures count only when their triage cause is one of ``causes`` (a host that once lost
+    a GPU says nothing about a throttling curve)."""
     findings: list[Finding] = []
     missing: list[str] = []
     clean: list[str] = []
@@ -110,18 +113,21 @@ def host_evidence(
                 missing.append("history: the host is in no recorded run")
                 continue
             failed = [(when, r) for when, r in runs if not r.passed and r.result != "INCOMPLETE"]
-            for when, r in failed:
+            related = [(when, r) for when, r in failed if r.cause in causes]
+            for when, r in related:
                 findings.append(
                     Finding(
                         host,
                         "history",
                         "history",
-                        f"{r.result} in the run finished {when}"
-                        + (f": {r.cause}" if r.cause else ""),
+                        f"{r.result} in the run finished {when}: {r.cause}",
                     )
                 )
-            if not failed:
-                clean.append(f"history ({len(runs)} runs, none failed)")
+            other = sorted({r.cause or r.result for _, r in failed if r.cause not in causes})
+            clean.append(
+                f"history ({len(runs)} runs, {len(related)} failed for a related cause"
+                + (f"; other causes: {', '.join(other)})" if other else ")")
+            )
             continue
         seen = list(_check(reports, kind))
         if not seen:
@@ -160,14 +166,16 @@ def join(
 ) -> list[HostEvidence]:
     """Every host's evidence for the host-specific patterns matched, most evidence first."""
     kinds: list[str] = []
+    causes: list[str] = []
     for m in matches:
         if m.pattern.host_specific:
             kinds += [k for k in m.pattern.look_at if k not in kinds]
+            causes += [c for c in m.pattern.history_causes if c not in causes]
     out = []
     for host in hosts:
         if run_dir is None:
             reports, report_missing = {}, ["no run directory given (--run-dir)"]
         else:
             reports, report_missing = read_reports(run_dir, host)
-        out.append(host_evidence(host, kinds, reports, report_missing, history))
+        out.append(host_evidence(host, kinds, reports, report_missing, history, causes))
     return sorted(out, key=lambda e: (-e.score, e.host))

@@ -85,6 +85,8 @@ class Pattern:
     causes: tuple[str, ...]
     look_at: tuple[str, ...]  # evidence kinds: health checks by name, "history", ...
     host_specific: bool = True  # False: the job itself (checkpoints, GC), no host to blame
+    #: triage causes (racksmith.triage.causes) of past failures that point the same way
+    history_causes: tuple[str, ...] = ()
 
 
 PATTERNS: dict[str, Pattern] = {
@@ -98,12 +100,14 @@ PATTERNS: dict[str, Pattern] = {
                 "a GPU-to-NIC PCIe link limited (kernel log: 'x16 lanes limited by ...')",
             ),
             ("pcie", "kernel_log", "ib_ports", "ib_counters", "history"),
+            history_causes=("pcie_degraded", "health_links", "nic_missing"),
         ),
         Pattern(
             "gpudirect",
             "steady near 30% of expected",
             ("GPUDirect RDMA misconfigured on one host (nvidia-peermem, ACS, IOMMU)",),
             ("gdr", "pcie", "kernel_log", "history"),
+            history_causes=("health_software", "pcie_degraded"),
         ),
         Pattern(
             "degraded_link",
@@ -114,6 +118,7 @@ PATTERNS: dict[str, Pattern] = {
                 "CPU throttling (BIOS power profile, governor)",
             ),
             ("ib_ports", "ib_counters", "cpu_governor", "history"),
+            history_causes=("health_links", "firmware_drift"),
         ),
         Pattern(
             "checkpoint_eval",
@@ -131,6 +136,7 @@ PATTERNS: dict[str, Pattern] = {
                 "the data loader",
             ),
             ("kernel_log", "ib_counters", "history"),
+            history_causes=("health_links", "health_software"),
         ),
         Pattern(
             "gc_decline",
@@ -144,12 +150,14 @@ PATTERNS: dict[str, Pattern] = {
             "good, then often down to about 70%",
             ("GPU clock throttling: temperature, failing fans, power capping",),
             ("clock_events", "nvidia_smi", "history"),
+            history_causes=("thermal", "psu_fault"),
         ),
         Pattern(
             "ib_flapping",
             "90-100% of expected with high-frequency noise",
             ("moderate upper-tier InfiniBand degradation, or a flapping link",),
             ("ib_ports", "ib_counters", "history"),
+            history_causes=("health_links",),
         ),
     )
 }
@@ -173,6 +181,7 @@ class Match:
             "causes": list(self.pattern.causes),
             "look_at": list(self.pattern.look_at),
             "host_specific": self.pattern.host_specific,
+            "history_causes": list(self.pattern.history_causes),
             "confirmed": self.confirmed,
             "evidence": list(self.evidence),
         }

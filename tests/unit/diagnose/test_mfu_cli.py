@@ -72,7 +72,7 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
         "earlier",
         "2026-11-20T00:00:00Z",
         {
-            "h1": HostRun("GOLDEN"),
+            "h1": HostRun("FAILED validate", "health_gpu_errors"),  # unrelated to clocks
             "h2": HostRun("GOLDEN"),
             "h3": HostRun("FAILED validate", "thermal"),
         },
@@ -108,6 +108,10 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
     assert [f["kind"] for f in by_host["h3"]["findings"]] == ["history"]
     assert any(m.startswith("clock_events: quick.json: not in") for m in by_host["h3"]["missing"])
     assert by_host["h1"]["findings"] == [] and "clock_events (quick.json)" in by_host["h1"]["clean"]
+    assert (
+        "history (1 runs, 0 failed for a related cause; other causes: health_gpu_errors)"
+        in (by_host["h1"]["clean"])
+    )
 
     text = racksmith(
         "diagnose",
