@@ -220,7 +220,7 @@ def _probe_once(target: Target, settings: Settings, until: float) -> tuple[dict 
     if left <= 0.5:
         return None, "deadline passed before the host was reached"
     config = {
-        "timeout": max(1.0, min(10.0, left - 1.0)),
+        "budget": round(max(1.0, left - 1.5), 2),  # the probe's share: SSH and parsing beside
         "native": settings.native,
         "match": settings.match,
         "py_spy": ["py-spy", REMOTE_PY_SPY],

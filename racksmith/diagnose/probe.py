@@ -132,7 +132,7 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
             argv, capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
         )
     except subprocess.TimeoutExpired:
-        return None, "", f"timed out after {timeout:g} s"
+        return None, "", f"timed out after {timeout:.1f} s"
     except OSError as exc:
         return None, "", str(exc)
     return (
@@ -142,29 +142,40 @@ def _run(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
     )
 
 
-def py_spy(tool: str, pid: int, native: bool, timeout: float) -> dict:
-    """One process's stacks; with ``native`` tried first and the plain dump as the fallback."""
-    attempts = [True, False] if native else [False]
-    notes = []
-    for with_native in attempts:
-        argv = [tool, "dump", "--json", "--pid", str(pid)] + (["--native"] if with_native else [])
-        start = time.monotonic()
-        rc, out, err = _run(argv, timeout)
-        took = round(time.monotonic() - start, 3)
-        if rc == 0:
-            try:
-                return {
-                    "threads": json.loads(out),
-                    "native": with_native,
-                    "notes": notes,
-                    "seconds": took,
-                }
-            except ValueError as exc:
-                notes.append(f"py-spy printed no JSON ({exc})")
-                continue
-        reason = (err.strip().splitlines() or [f"exit {rc}"])[-1][:300]
-        notes.append(("native dump failed: " if with_native else "dump failed: ") + reason)
-    return {"error": "; ".join(notes)}
+def _dump(tool: str, pid: int, native: bool, timeout: float) -> tuple[dict | None, str]:
+    argv = [tool, "dump", "--json", "--pid", str(pid)] + (["--native"] if native else [])
+    start = time.monotonic()
+    rc, out, err = _run(argv, timeout)
+    if rc != 0:
+        return None, (err.strip().splitlines() or [f"exit {rc}"])[-1][:300]
+    try:
+        threads = json.loads(out)
+    except ValueError as exc:
+        return None, f"py-spy printed no JSON ({exc})"
+    return {
+        "threads": threads,
+        "native": native,
+        "notes": [],
+        "seconds": round(time.monotonic() - start, 3),
+    }, ""
+
+
+def py_spy(tool: str, pid: int, native: bool, until: float) -> dict:
+    """One process's stacks: the Python-only dump first (fast: it is what the ranks are grouped
+    by), then, while the budget lasts, the dump with native frames (slow on the first read of a
+    large library such as libtorch's symbols), which replaces it when it succeeds."""
+    plain, why = _dump(tool, pid, False, max(0.5, until - time.monotonic()))
+    if plain is None:
+        return {"error": f"py-spy dump failed: {why}"}
+    left = until - time.monotonic()
+    if native and left >= 1.0:
+        with_native, why = _dump(tool, pid, True, left)
+        if with_native is not None:
+            return with_native
+        plain["notes"].append(f"native frames unavailable: {why}")
+    elif native:
+        plain["notes"].append("native frames unavailable: no time left in the budget")
+    return plain
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -236,16 +247,17 @@ def find_py_spy(candidates: list[str]) -> str | None:
 
 def probe(config: dict) -> dict:
     start = time.monotonic()
-    timeout = float(config.get("timeout", 10))
+    budget = float(config.get("budget", 10))  # seconds for the whole probe
+    until = start + budget
     doc: dict = {"schema": SCHEMA, "hostname": os.uname().nodename, "euid": os.geteuid()}
     ranks, unreadable = find_ranks(str(config.get("match", "")))
     doc["unreadable"] = unreadable
     tool = find_py_spy(list(config.get("py_spy", ["py-spy"])))
     doc["py_spy"] = tool
     with ThreadPoolExecutor(max_workers=max(1, len(ranks) + 1)) as pool:
-        kernel = pool.submit(kernel_log, timeout)
+        kernel = pool.submit(kernel_log, max(0.5, min(5.0, budget)))
         dumps = [
-            pool.submit(py_spy, tool, p["pid"], bool(config.get("native", True)), timeout)
+            pool.submit(py_spy, tool, p["pid"], bool(config.get("native", True)), until)
             if tool
             else None
             for p in ranks
