@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from racksmith.diagnose import evidence, metrics
+from racksmith.diagnose import evidence, hostsel, metrics
 from racksmith.diagnose.mfu import HEALTHY, Diagnosis, diagnose
 from racksmith.errors import UsageError
 from racksmith.optionspec import count, positive_int
@@ -96,14 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="STEP,...",
         help="steps where the job restarted (a step number that goes back is one already)",
     )
-    parser.add_argument(
-        "-i",
-        "--inventory",
-        metavar="INVENTORY",
-        help="the run's hosts: an Ansible inventory (with --limit)",
-    )
-    parser.add_argument("-l", "--limit", metavar="PATTERN", help="hosts of the inventory")
-    parser.add_argument("--hosts", metavar="FILE", help="the run's hosts, one per line")
+    hostsel.add_options(parser, "the run's hosts")
     parser.add_argument(
         "--run-dir",
         metavar="RUN_DIR",
@@ -114,25 +107,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=run)
-
-
-def _hosts(args: argparse.Namespace) -> list[str]:
-    if args.hosts and args.inventory:
-        raise UsageError("give the run's hosts as --hosts or as --inventory/--limit, not both")
-    if args.limit and not args.inventory:
-        raise UsageError("--limit needs --inventory")
-    if args.hosts:
-        from racksmith.triage.bisect_cli import read_hosts
-
-        return read_hosts(args.hosts)
-    if args.inventory:
-        from racksmith.diagnose.collect import InventoryError, resolve
-
-        try:
-            return [t.name for t in resolve(args.inventory, args.limit)]
-        except InventoryError as exc:
-            raise UsageError(str(exc)) from exc
-    return []
 
 
 def _history(args: argparse.Namespace):
@@ -168,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.run_dir and not Path(args.run_dir).is_dir():
         raise UsageError(f"--run-dir {args.run_dir}: not a directory")
-    hosts = _hosts(args)
+    hosts = [t.name for t in hostsel.targets(args, required=False)]
     records, history_path = _history(args) if hosts else (None, None)
     warmup = curve.warmup if args.warmup is None else args.warmup
     try:

@@ -22,7 +22,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from racksmith.diagnose import restart
+from racksmith.diagnose import hostsel, restart
 from racksmith.errors import UsageError
 from racksmith.optionspec import positive_int, seconds
 from racksmith.triage import history, rank
@@ -43,14 +43,7 @@ _EPILOG = """examples:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument(
-        "-i",
-        "--inventory",
-        metavar="INVENTORY",
-        help="the candidate hosts: an Ansible inventory (with --limit)",
-    )
-    parser.add_argument("-l", "--limit", metavar="PATTERN", help="hosts of the inventory")
-    parser.add_argument("--hosts", metavar="FILE", help="the candidate hosts, one per line")
+    hostsel.add_options(parser, "the candidate hosts")
     parser.add_argument(
         "-n", "--count", type=positive_int, required=True, help="hosts the job needs"
     )
@@ -105,10 +98,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _candidates(args: argparse.Namespace):
     """[(host, argv that runs its quick checks)]"""
-    if bool(args.hosts) == bool(args.inventory):
-        raise UsageError("give the candidate hosts as --hosts FILE or as --inventory/--limit")
-    if args.limit and not args.inventory:
-        raise UsageError("--limit needs --inventory")
     if args.check:
         try:
             template = shlex.split(args.check)
@@ -116,17 +105,7 @@ def _candidates(args: argparse.Namespace):
             raise UsageError(f"--check {args.check!r}: {exc}") from exc
         if not template or not any("{host}" in a for a in template):
             raise UsageError(f"--check {args.check!r}: the command must contain {{host}}")
-    from racksmith.diagnose.collect import InventoryError, Target, resolve
-
-    if args.hosts:
-        from racksmith.triage.bisect_cli import read_hosts
-
-        targets = [Target(name=h, address=h) for h in read_hosts(args.hosts)]
-    else:
-        try:
-            targets = resolve(args.inventory, args.limit)
-        except InventoryError as exc:
-            raise UsageError(str(exc)) from exc
+    targets = hostsel.targets(args, required=True)
     out = []
     for t in targets:
         if args.check:

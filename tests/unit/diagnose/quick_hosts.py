@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -57,4 +58,16 @@ def check_command(root: Path, prof: Path) -> str:
             "--profile",
             str(prof),
         ]
+    )
+
+
+def racksmith(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The ``racksmith`` command, as a process (stdout and exit code are what is tested)."""
+    return subprocess.run(
+        [sys.executable, "-m", "racksmith", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )

@@ -12,24 +12,14 @@ from pathlib import Path
 import pytest
 
 from racksmith.testing.curves import BASE, generate
+from racksmith.testing.inventory import write_inventory
 from racksmith.triage.history import HostRun, RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quick_hosts import FIXTURES, REPO, check_command, make_hosts, profile
+from quick_hosts import FIXTURES, check_command, make_hosts, profile, racksmith
 
 X1, X2 = FIXTURES / "h200-x1-run", FIXTURES / "h200-x2-run"
-
-
-def racksmith(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "racksmith", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def write_jsonl(path: Path, samples) -> Path:
@@ -82,7 +72,7 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
     hosts.write_text("h1\nh2\nh3\n")
     curve = write_jsonl(tmp_path / "steps.jsonl", generate("clock_throttle", seed=3))
 
-    proc = racksmith(
+    args = [
         "diagnose",
         "mfu",
         str(curve),
@@ -92,8 +82,8 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
         str(hosts),
         "--run-dir",
         str(run_dir),
-        "--json",
-    )
+    ]
+    proc = racksmith(*args, "--json")
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert [p["pattern"] for p in doc["patterns"]] == ["clock_throttle"]
@@ -113,17 +103,7 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
         in (by_host["h1"]["clean"])
     )
 
-    text = racksmith(
-        "diagnose",
-        "mfu",
-        str(curve),
-        "--expected-mfu",
-        str(BASE),
-        "--hosts",
-        str(hosts),
-        "--run-dir",
-        str(run_dir),
-    ).stdout
+    text = racksmith(*args).stdout
     assert "hosts to look at first: h2, h3" in text
     assert "h3: missing evidence: clock_events" in text
 
@@ -149,3 +129,27 @@ def test_bad_input_exits_2_and_names_it(tmp_path, args, message):
     proc = racksmith("diagnose", "mfu", *argv, "--json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert message in proc.stderr
+
+
+def test_hosts_from_an_inventory_and_a_limit(tmp_path):
+    inv = write_inventory(tmp_path / "inv.yml", {"a1": {}, "a2": {}, "b1": {}})
+    curve = write_jsonl(tmp_path / "c.jsonl", generate("gpudirect"))
+    proc = racksmith(
+        "diagnose",
+        "mfu",
+        str(curve),
+        "--expected-mfu",
+        str(BASE),
+        "-i",
+        str(inv),
+        "-l",
+        "a1:a2",
+        "--json",
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and [p["pattern"] for p in doc["patterns"]] == ["gpudirect"]
+    assert sorted(h["host"] for h in doc["hosts"]) == ["a1", "a2"]
+    assert doc["suspect_hosts"] == []  # no run directory: nothing found, every kind missing
+    assert all(
+        any(m.startswith("gdr: no run directory") for m in h["missing"]) for h in doc["hosts"]
+    )

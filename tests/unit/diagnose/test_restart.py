@@ -4,7 +4,6 @@ real captures (two with real failure overlays), a hang diagnosis, and a health h
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from racksmith.triage.history import HostRun, RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quick_hosts import REPO, check_command, make_hosts, profile
+from quick_hosts import REPO, check_command, make_hosts, profile, racksmith
 
 HOSTS = {"h1": None, "h2": None, "h3": "thermal-slowdown", "h4": None, "h5": "pcie-x4", "h6": None}
 #: The shape ``racksmith diagnose hang --json`` prints (racksmith.diagnose.hang.HangReport),
@@ -27,17 +26,6 @@ HANG = {
     "suspects": [{"host": "h2", "rank": 5, "why": "stack differs from the 7 others"}],
     "unanswered_hosts": [],
 }
-
-
-def racksmith(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "racksmith", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
