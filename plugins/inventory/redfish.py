@@ -149,7 +149,7 @@ options:
     type: list
     elements: str
     default: []
-    choices: [bios, firmware, infiniband, memory, pcie]
+    choices: [bios, bmc_health, firmware, infiniband, memory, pcie]
   progress_interval:
     description:
       - Seconds between two progress lines on stderr while BMCs are read (BMCs answered,

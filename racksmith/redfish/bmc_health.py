@@ -13,7 +13,9 @@ each pure over Redfish documents, each finding named with a triage cause
   only what a capture shows to be harmless (:data:`HARMLESS`); a site adds its own.
 - **Health rollups** of the system, the chassis, each power supply and each fan: anything but
   ``OK`` (an absent part is not a finding).
-- **sensor sanity**: a temperature below -20 C or above 150 C is a broken sensor, not weather;
+- **sensor sanity**: a temperature below -20 C or above 150 C is a broken sensor, not weather
+  (a CPU ``DTS`` sensor is not a temperature but the margin below the CPU's throttle point:
+  Lenovo XCC reports ``CPU 1 DTS`` at -51 beside ``CPU 1 Temp`` at 27 C, so it is not judged);
   fans at 95 % or more (``Percent`` readings, or RPM against ``MaxReadingRange``) while every
   temperature reads below 40 C means the BMC lost control of the fans; a power supply
   redundancy set whose health is not ``OK`` has lost redundancy.
@@ -41,6 +43,8 @@ HARMLESS: tuple[tuple[str, str], ...] = (
 COOL_CELSIUS = 40.0
 PINNED_PERCENT = 95.0
 IMPOSSIBLE_CELSIUS = (-20.0, 150.0)
+#: Sensors that read a margin to a limit, not a temperature (the Lenovo capture's ``CPU 1 DTS``).
+_MARGIN_SENSOR = re.compile(r"\bDTS\b")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Finding:
     source: str  # log, health, sensor
     what: str  # the part or entry
     detail: str
+    created: str | None = None  # a log entry's own time, as the BMC wrote it
 
     def public(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +128,7 @@ def log_findings(
                 "log",
                 f"{log} {entry.get('Id') or '?'}",
                 f"{severity} {message_id} at {entry.get('Created') or 'unknown time'}: {message}",
+                str(entry["Created"]) if isinstance(entry.get("Created"), str) else None,
             )
         )
     return out
@@ -167,6 +173,8 @@ def sensor_findings(thermal: Doc | None, power: Doc | None) -> list[Finding]:
     temps = []
     for sensor in (thermal or {}).get("Temperatures") or ():
         if not isinstance(sensor, Mapping) or _absent(sensor):
+            continue
+        if _MARGIN_SENSOR.search(str(sensor.get("Name") or "")):
             continue
         reading = sensor.get("ReadingCelsius")
         if isinstance(reading, int | float) and not isinstance(reading, bool):
@@ -233,10 +241,15 @@ def report(findings: Sequence[Finding]) -> dict[str, Any]:
 
 
 def read(
-    client: Any, *, since: datetime | None = None, allow: Iterable[str] = ()
+    client: Any,
+    *,
+    system_uri: str | None = None,
+    since: datetime | None = None,
+    allow: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Read one BMC's logs, rollups and sensors and judge them (:func:`report`); anything that
-    cannot be read makes the status ``UNKNOWN`` with the reason (never ``OK``)."""
+    cannot be read makes the status ``UNKNOWN`` with the reason (never ``OK``). ``system_uri``:
+    the ComputerSystem discovery chose (else the BMC's first)."""
     from racksmith.redfish import actions, parse  # the client side; the judging above is pure
     from racksmith.redfish.errors import RedfishError
 
@@ -253,8 +266,9 @@ def read(
             unread.append(f"{uri}: {exc.kind.value}")
             return None
 
-    info, _ = actions.locate(client)
-    system = fetch(info.uri)
+    if system_uri is None:
+        system_uri = actions.locate(client)[0].uri
+    system = fetch(system_uri)
     chassis = fetch(next(iter(parse.links(system, "Chassis")), None) if system else None)
     thermal = fetch(parse.link(chassis, "Thermal")) if chassis else None
     power = fetch(parse.link(chassis, "Power")) if chassis else None
@@ -287,3 +301,81 @@ def read(
         if out["status"] == "OK":
             out["status"] = "UNKNOWN"
     return out
+
+
+#: How a phase reason names its cause: ``BMC health (psu_fault): ...``; the triage takes the
+#: cause from here (racksmith.triage.classify), so the decision is made once, in this module.
+REASON_PREFIX = "BMC health"
+
+
+def reason(cause: str, text: str) -> str:
+    return f"{REASON_PREFIX} ({cause}): {text}"
+
+
+def problems(health: Any, *, since: datetime | None = None, allow: Iterable[str] = ()) -> list[str]:
+    """Why a host's BMC health (a :func:`report`/:func:`read` result, as discovery stored it)
+    stops it, one reason per finding, each naming its triage cause; empty when it is ``OK``.
+
+    Fail closed: no report (discovery was not asked for it), a report that is not a mapping, a
+    status other than OK/FAILED, or anything left unread is ``UNKNOWN`` (cause ``bmc_error``),
+    never healthy. ``since`` drops log findings older than it (a finding without a readable
+    time stays); ``allow`` adds the site's patterns over the finding's text."""
+    if not isinstance(health, Mapping):
+        return [
+            reason(
+                "bmc_error",
+                "UNKNOWN: not read (discovery needs the extra bmc_health)"
+                if health is None
+                else f"UNKNOWN: unusable report ({type(health).__name__})",
+            )
+        ]
+    patterns = allow_patterns(allow)[len(HARMLESS) :]
+    out = []
+    for raw in health.get("findings") or ():
+        if not isinstance(raw, Mapping):
+            out.append(reason("bmc_error", f"UNKNOWN: unusable finding {raw!r:.80}"))
+            continue
+        detail = str(raw.get("detail") or "")
+        if raw.get("source") == "log":
+            created = _created({"Created": raw.get("created")})
+            if since is not None and created is not None and created < since:
+                continue
+            if any(p.search(detail) for p in patterns):
+                continue
+        out.append(
+            reason(str(raw.get("cause") or "hardware_critical"), f"{raw.get('what')}: {detail}")
+        )
+    status = health.get("status")
+    unread = [str(u) for u in health.get("unread") or ()]
+    if unread:
+        out.append(reason("bmc_error", f"UNKNOWN: could not read {', '.join(unread)}"))
+    elif status not in ("OK", "FAILED"):
+        out.append(reason("bmc_error", f"UNKNOWN: status {status!r}"))
+    elif status == "FAILED" and not health.get("findings"):
+        out.append(reason("bmc_error", "UNKNOWN: FAILED without findings"))
+    return out
+
+
+def parse_since(value: Any) -> datetime | None:
+    """A site's ``since`` (ISO 8601, ``Z`` allowed) or None for empty; bad text is an error
+    naming it. A time without a zone is refused: BMC entries carry their offset."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"BMC health since {value!r}: not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        raise ValueError(f"BMC health since {value!r}: give a UTC offset (Z or +00:00)")
+    return when
+
+
+def host_problems(health: Any, since: Any = None, allow: Any = ()) -> list[str]:
+    """:func:`problems` with the site's settings as a playbook gives them (``since`` text,
+    ``allow`` a list): what the discover phase quarantines a server for."""
+    if isinstance(allow, str | bytes) or not isinstance(allow, Sequence):
+        raise ValueError(f"BMC health allow list must be a list of patterns, not {allow!r:.80}")
+    return problems(health, since=parse_since(since), allow=[str(a) for a in allow])

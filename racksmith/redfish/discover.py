@@ -21,8 +21,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from racksmith.redfish import bmc_health, parse, pxe, vendors
 from racksmith.redfish import firmware as fw
-from racksmith.redfish import parse, pxe, vendors
 from racksmith.redfish.client import ClientOptions, Deadline, RedfishClient
 from racksmith.redfish.credentials import Credentials
 from racksmith.redfish.errors import ErrorKind, RedfishError
@@ -36,7 +36,7 @@ SYSTEMS = "/redfish/v1/Systems"
 CHASSIS = "/redfish/v1/Chassis"
 FIRMWARE_INVENTORY = "/redfish/v1/UpdateService/FirmwareInventory"
 REGISTRIES = "/redfish/v1/Registries"
-EXTRAS = frozenset({"firmware", "bios", "infiniband", "pcie", "memory"})
+EXTRAS = frozenset({"firmware", "bios", "bmc_health", "infiniband", "pcie", "memory"})
 #: Seconds per BMC (racksmith.redfish.options documents it for every surface).
 DEFAULT_DEADLINE = 120.0
 DEFAULT_CONCURRENCY = 64
@@ -316,6 +316,20 @@ def _bios_version(
     return replace(system, bios_version=item.version)
 
 
+def _bmc_health(client: RedfishClient, system_uri: str, notes: list[str]) -> dict[str, Any]:
+    """The BMC's own health view (racksmith.redfish.bmc_health): logs, rollups, sensors. A part
+    the BMC will not serve (404, malformed) leaves it ``UNKNOWN`` with the reason, never OK; a
+    BMC that stops answering is the host's error, as for every other fact."""
+    try:
+        return bmc_health.read(client, system_uri=system_uri)
+    except RedfishError as exc:
+        if exc.kind not in (ErrorKind.HTTP, ErrorKind.MALFORMED):
+            raise
+        why = f"BMC health unreadable: {exc.kind.value}: {exc.reason}"
+        notes.append(why)
+        return {"status": "UNKNOWN", "causes": [], "findings": [], "unread": [why]}
+
+
 def _bios(
     client: RedfishClient, host: parse.Doc, host_notes: list[str]
 ) -> parse.BiosSettings | None:
@@ -431,6 +445,7 @@ def _collect_host(
             notes.append(firmware_error)
     system = _bios_version(client, system, profile, firmware, notes)
     bios = _bios(client, host, notes) if "bios" in options.extras else None
+    health = _bmc_health(client, system.uri, notes) if "bmc_health" in options.extras else None
     pcie = (
         parse.pcie_devices(client.get(u) for u in system.pcie_device_uris)
         if "pcie" in options.extras
@@ -451,6 +466,7 @@ def _collect_host(
         firmware=tuple(firmware),
         firmware_error=firmware_error,
         bios=bios,
+        bmc_health=health,
         pcie=tuple(pcie),
         memory=tuple(memory),
         notes=tuple(notes),

@@ -805,6 +805,8 @@ class HostFacts:
     #: why the firmware inventory could not be read (it was asked for); None otherwise
     firmware_error: str | None = None
     bios: BiosSettings | None = None
+    #: racksmith.redfish.bmc_health's report (extra bmc_health); None when not asked for
+    bmc_health: dict[str, Any] | None = None
     pcie: tuple[PcieDevice, ...] = ()
     memory: tuple[MemoryModule, ...] = ()
     notes: tuple[str, ...] = field(default=())
@@ -842,6 +844,8 @@ class HostFacts:
             facts["firmware_error"] = self.firmware_error
         if self.bios is not None:
             facts["bios"] = self.bios.public()
+        if self.bmc_health is not None:
+            facts["bmc_health"] = self.bmc_health
         if self.pcie:
             facts["pcie_devices"] = [asdict(d) for d in self.pcie]
         if self.memory:

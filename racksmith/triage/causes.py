@@ -2,9 +2,10 @@
 
 One table, so that the triage rules, the tickets, the report's filters and the docs all use
 the same names. A cause names what an operator does next, not just what broke: the action is
-one of a small, fixed set (reseat, vendor RMA, datacenter ticket, reprovision, retry, and
-investigate for what no rule recognised). ``lab_fault`` exists only in the test lab: a
-simulated server's test host that never booted is the lab's failure, never the server's.
+one of a small, fixed set (reseat, vendor RMA, datacenter ticket, firmware update,
+reprovision, retry, and investigate for what no rule recognised). ``lab_fault`` exists only in
+the test lab: a simulated server's test host that never booted is the lab's failure, never the
+server's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class Action(str, enum.Enum):
     RESEAT = "reseat"
     RMA = "vendor RMA"
     DATACENTER = "datacenter ticket"
+    FIRMWARE = "firmware update"
     REPROVISION = "reprovision"
     RETRY = "retry"
     INVESTIGATE = "investigate"
@@ -71,6 +73,9 @@ _TABLE = (
           "Check fans, airflow and inlet temperature of the rack position."),
     Cause("hardware_critical", "BMC reports the hardware Critical", Action.RMA,
           "Read the BMC's event log (SEL) and open a vendor case for the failed part."),
+    Cause("firmware_drift", "Firmware or BIOS differs from the site's baseline", Action.FIRMWARE,
+          "Roll the baseline out to the host (playbooks/firmware.yml, a dry run first); the "
+          "evidence names each component with its current and wanted version."),
     Cause("boot_failure", "Boot or PXE failure", Action.RETRY,
           "Retry the deployment; if it repeats, check PXE on the boot NIC and the boot order."),
     Cause("commissioning_failed", "Commissioning failure", Action.RETRY,

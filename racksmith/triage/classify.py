@@ -42,6 +42,7 @@ _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"|missing disk|disk (missing|not found|failed)|\bSMART\b"),
         ("thermal", r"thermal|temperature|overheat"),
         ("hardware_critical", r"health rollup is Critical"),
+        ("firmware_drift", r"^firmware/BIOS drift from baseline\b"),
         ("boot_failure",
          r"\bPXE\b|\bTFTP\b|network boot|did not boot|never booted|failed to boot"
          r"|timed the machine out|still Deploying after"),
@@ -87,6 +88,10 @@ _PHASE_FALLBACK = {
 }
 
 _ORDER = {name: i for i, name in enumerate(CAUSES)}
+
+#: A reason that names its own cause (racksmith.redfish.bmc_health: ``BMC health (psu_fault):
+#: ...``): the module that judged the evidence decided the cause; it is taken as said.
+_NAMED = re.compile(r"^BMC health \((\w+)\): ")
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,9 @@ _EVENT_TROUBLE = re.compile(r"\b(ERROR|WARNING|CRITICAL)\b")
 
 
 def _line_cause(line: Line) -> str | None:
+    named = _NAMED.match(line.text)
+    if named and named.group(1) in CAUSES:
+        return named.group(1)
     if line.source == "maas event" and not _EVENT_TROUBLE.search(line.text):
         return None
     if line.source == "health":

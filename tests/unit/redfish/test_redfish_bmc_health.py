@@ -105,3 +105,70 @@ def test_read_one_emulated_idrac(rack, server, creds, client_options):
     # Critical entry of the Lifecycle log is the built-in harmless SWC9005
     assert healthy == {"status": "OK", "causes": [], "findings": []}
     assert lab.bmc("gpu01").stats["status_404"] == 0
+
+
+# -- what the discover phase does with a host's report (bmc_health.problems) ----------------------
+
+
+def test_a_healthy_report_lets_the_host_go_on_and_a_finding_names_its_cause(docs):
+    ok = bmc_health.report([])
+    assert bmc_health.problems(ok) == []
+    entry = {
+        **docs["lclog"][0],
+        "Severity": "Critical",
+        "MessageId": "IDRAC.2.7.PSU0003",
+        "Message": "The power input for power supply 2 is lost.",
+        "Created": "2024-08-08T19:00:00-05:00",
+    }
+    failed = bmc_health.report(bmc_health.log_findings([entry], log="Lclog"))
+    assert bmc_health.problems(failed) == [
+        f"BMC health (psu_fault): Lclog {entry['Id']}: Critical IDRAC.2.7.PSU0003 at "
+        "2024-08-08T19:00:00-05:00: The power input for power supply 2 is lost."
+    ]
+    # the phase's knobs: older entries and the site's harmless ones do not count
+    assert bmc_health.host_problems(failed, "2024-08-09T00:00:01Z") == []  # 1 s after it
+    assert bmc_health.host_problems(failed, "", ["PSU0003"]) == []
+    assert bmc_health.host_problems(failed, "2024-08-08T00:00:00+00:00", ["SWC"]) != []
+
+
+def test_anything_unread_is_unknown_never_healthy():
+    unknown = "BMC health (bmc_error): UNKNOWN"
+    assert bmc_health.problems(None)[0].startswith(f"{unknown}: not read")
+    assert bmc_health.problems("OK")[0].startswith(f"{unknown}: unusable report")
+    partial = {"status": "UNKNOWN", "findings": [], "unread": ["/redfish/v1/X: http_error"]}
+    assert bmc_health.problems(partial) == [f"{unknown}: could not read /redfish/v1/X: http_error"]
+    assert bmc_health.problems({"status": "maybe", "findings": []}) == [
+        f"{unknown}: status 'maybe'"
+    ]
+    assert bmc_health.problems({"status": "FAILED", "findings": []}) == [
+        f"{unknown}: FAILED without findings"
+    ]
+
+
+def test_bad_site_settings_are_errors_naming_them():
+    with pytest.raises(ValueError, match="give a UTC offset"):
+        bmc_health.host_problems(bmc_health.report([]), "2024-08-08T00:00:00")
+    with pytest.raises(ValueError, match="not an ISO 8601 time"):
+        bmc_health.host_problems(bmc_health.report([]), "yesterday")
+    with pytest.raises(ValueError, match="must be a list"):
+        bmc_health.host_problems(bmc_health.report([]), "", "PSU0003")
+    with pytest.raises(ValueError, match=re.escape("BMC log allow pattern '('")):
+        bmc_health.host_problems(bmc_health.report([]), "", ["("])
+
+
+def test_a_cpu_dts_margin_is_not_a_temperature():
+    """The real Lenovo XCC capture reports ``CPU 1 DTS`` at -51 beside ``CPU 1 Temp`` at 27 C: a
+    margin below the throttle point, not a broken sensor."""
+    import json
+
+    from racksmith.lab.bmc.tree import DATA_DIR
+
+    thermal = json.loads(
+        (DATA_DIR / "lenovo-sr670v2/redfish/v1/Chassis/1/Thermal/index.json").read_text()
+    )
+    dts = [t for t in thermal["Temperatures"] if t["Name"].endswith("DTS")]
+    assert dts and all(t["ReadingCelsius"] < -20 for t in dts)
+    assert bmc_health.sensor_findings(thermal, None) == []
+    broken = copy.deepcopy(thermal)
+    next(t for t in broken["Temperatures"] if t["Name"] == "CPU 1 Temp")["ReadingCelsius"] = -51
+    assert [f.what for f in bmc_health.sensor_findings(broken, None)] == ["CPU 1 Temp"]

@@ -202,3 +202,42 @@ def test_a_test_host_that_never_booted_is_a_lab_fault_not_the_servers():
     ev2 = evidence_from_report("l5ab003", {"result": "FAILED:deploy", "failed_phase": "deploy",
                                            "failure_reason": unmarked})  # fmt: skip
     assert classify(ev2).cause.name == "boot_failure"
+
+
+@pytest.mark.parametrize(
+    ("reason", "want", "action"),
+    [
+        # the demo rack's gpu12 (fault bmc_sel_psu), as the discover phase words it
+        ("BMC health (psu_fault): Lclog 90001: Critical IDRAC.2.7.PSU0003 at "
+         "2026-12-02T00:14:29-05:00: The power input for power supply 2 is lost.",
+         "psu_fault", Action.RMA),
+        ("BMC health (thermal): fans: pinned (Fan1A 100%) while the hottest sensor reads 31 C",
+         "thermal", Action.DATACENTER),
+        ("BMC health (hardware_critical): chassis: Health Critical (/redfish/v1/Chassis/1)",
+         "hardware_critical", Action.RMA),
+        # "timed out" would read as an unreachable BMC; the named cause is the one judged
+        ("BMC health (bmc_error): UNKNOWN: could not read /redfish/v1/Managers/1/LogServices: "
+         "timed out", "bmc_error", Action.RETRY),
+        # the demo rack's gpu11 (fault firmware_old)
+        ("firmware/BIOS drift from baseline: BIOS.Setup.1-1 1.7.5 -> 1.8.2 (upgrade, reboot)",
+         "firmware_drift", Action.FIRMWARE),
+    ],
+)  # fmt: skip
+def test_bmc_health_and_firmware_drift_quarantines_get_their_named_cause(reason, want, action):
+    d = classify(
+        evidence_from_report(
+            "h", {"result": "QUARANTINED", "failed_phase": "discover", "quarantine_reason": reason}
+        )
+    )
+    assert (d.cause.name, d.cause.action) == (want, action)
+    assert [line.text for line in d.evidence] == [reason]
+
+
+def test_several_bmc_health_findings_are_each_evidence_and_the_most_specific_leads():
+    reason = (
+        "BMC health (thermal): CPU 1 Temp: reads 200 C, outside -20..150 C: a broken sensor; "
+        "BMC health (psu_fault): PSU.Slot.2: Health Critical"
+    )
+    d = classify(evidence_from_report("h", {"result": "QUARANTINED", "quarantine_reason": reason}))
+    assert d.cause.name == "psu_fault"  # hardware named before thermal in the causes table
+    assert [c.name for c in d.others] == ["thermal"]
