@@ -11,6 +11,7 @@ description:
   - With C(correct=true) and a skew above C(max_skew), PATCHes C(DateTime) and reads it back;
     a BMC that refuses (400/405) fails with a reason pointing at NTP.
   - Never fails just because the clock is off; C(skewed) says so and playbooks decide.
+  - For a whole rack from one process use M(racksmith.core.redfish_clock_fleet).
 extends_documentation_fragment:
   - racksmith.core.racksmith_redfish
   - racksmith.core.racksmith_attributes
@@ -57,13 +58,12 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
-    diff,
     require_racksmith,
 )
 
 try:
-    from racksmith.redfish import actions
     from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
+    from racksmith.redfish.clocks import clock_outcome
 
     RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
@@ -81,20 +81,12 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-
-    def action(client):
-        result = actions.clock(
+    run(
+        module,
+        lambda client: clock_outcome(
             client, max_skew=p["max_skew"], correct=p["correct"], check_mode=module.check_mode
-        )
-        skew = result.after["skew_seconds"]
-        result.details.update({"skew_seconds": skew, "skewed": abs(skew) > p["max_skew"]})
-        after = result.after
-        if module.check_mode and result.changed:  # it would set the BMC to the controller's time
-            after = {"bmc_time": result.before["controller_time"], "skew_seconds": 0.0}
-        result.details["diff"] = diff(result.before, after, keys=("bmc_time", "skew_seconds"))
-        return result
-
-    run(module, action)
+        ),
+    )
 
 
 if __name__ == "__main__":
