@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         parser,
         "racksmith diagnose hang -i inventory/site/ --limit job42_hosts",
         "racksmith diagnose hang -i inventory/site/ --limit 'gpu-r07-*' --deadline 15 --json",
-        "racksmith diagnose hang -i job-hosts.yml --match train.py --no-health --out runs/hang-job42",
+        "racksmith diagnose hang -i job-hosts.yml --match train.py --no-health --out runs/hang42",
     )
     parser.add_argument(
         "-i",
@@ -131,9 +131,11 @@ def evidence(report: HangReport, health: Mapping[str, Sequence[str]]) -> list[Ho
             if r.host == host:
                 lines.append(Line("hang", f"{r.label}: stacks could not be read: {r.stack_error}"))
         lines += [Line("kernel", text) for text in report.kernel.get(host, ())]
-        lines += [
-            Line("health", text) for text in health.get(host, ()) if not text.startswith("verdict ")
-        ]
+        for text in health.get(host, ()):
+            if text.startswith("UNKNOWN health:"):  # the agent did not run: not the host's fault
+                lines.append(Line("health agent", text.removeprefix("UNKNOWN health: ")))
+            elif not text.startswith("verdict "):
+                lines.append(Line("health", text))
         out.append(
             HostEvidence(host=host, result=result, failed_phase="diagnose", lines=tuple(lines))
         )
