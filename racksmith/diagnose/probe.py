@@ -160,14 +160,20 @@ def _dump(tool: str, pid: int, native: bool, timeout: float) -> tuple[dict | Non
     }, ""
 
 
+#: The native dump's share of the probe's budget: it is extra evidence, never worth the whole
+#: deadline (reading libtorch's symbols took over 10 s on a loaded machine).
+NATIVE_SHARE = 0.4
+
+
 def py_spy(tool: str, pid: int, native: bool, until: float) -> dict:
     """One process's stacks: the Python-only dump first (fast: it is what the ranks are grouped
-    by), then, while the budget lasts, the dump with native frames (slow on the first read of a
-    large library such as libtorch's symbols), which replaces it when it succeeds."""
-    plain, why = _dump(tool, pid, False, max(0.5, until - time.monotonic()))
+    by), then, within its share of the budget, the dump with native frames (slow on the first
+    read of a large library such as libtorch's symbols), which replaces it when it succeeds."""
+    start = time.monotonic()
+    plain, why = _dump(tool, pid, False, max(0.5, until - start))
     if plain is None:
         return {"error": f"py-spy dump failed: {why}"}
-    left = until - time.monotonic()
+    left = min(until - time.monotonic(), NATIVE_SHARE * (until - start))
     if native and left >= 1.0:
         with_native, why = _dump(tool, pid, True, left)
         if with_native is not None:
