@@ -19,7 +19,7 @@ def firmware_verdicts(hosts, hostvars, baseline_path):
             f"{_IMPORT_ERROR}"
         )
     try:
-        loaded = baseline.load_baseline(str(baseline_path))
+        loaded = baseline.load(baseline_path)
     except baseline.BaselineError as exc:
         raise AnsibleFilterError(f"firmware_verdicts: {exc}") from None
     results = baseline.results_from_hostvars({str(h): hostvars[h] for h in hosts})

@@ -34,7 +34,7 @@ def firmware_rollout_plan(
 ):
     _need_racksmith()
     try:
-        loaded = baseline.load_baseline(str(baseline_path))
+        loaded = baseline.load(baseline_path)
         results = baseline.results_from_hostvars({str(h): hostvars[h] for h in hosts})
         return rollout.plan(
             results,

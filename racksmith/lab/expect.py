@@ -44,6 +44,8 @@ FAULT_OUTCOMES = {
     "bmc_empty_systems": Outcome("FAILED:discover", "bmc_error"),
     "missing_gpu": Outcome("QUARANTINED", "gpu_missing", "GPUs, BMC reports"),
     "bmc_clock_locked": Outcome("QUARANTINED", "clock_skew", "BMC clock"),
+    "bmc_sel_psu": Outcome("QUARANTINED", "psu_fault", "BMC health (psu_fault)"),
+    "firmware_old": Outcome("QUARANTINED", "firmware_drift", "drift from baseline"),
     "commission_fails": Outcome("FAILED:enlist", "commissioning_failed"),
     "power_fails": Outcome("FAILED:enlist", "power_control"),
     "deploy_fails": Outcome("FAILED:deploy", "deploy_failed"),

@@ -1,7 +1,7 @@
 """An Ansible inventory directory for a generated lab rack (``racksmith lab rack --inventory``).
 
 ``inventory/lab/`` describes the demo rack only: its Redfish source lists the demo's BMC ports
-(127.0.0.1:8443-8452) and every lab path defaults to the demo's lab directory. A generated rack
+(127.0.0.1:8443-8454) and every lab path defaults to the demo's lab directory. A generated rack
 needs its own directory so that ``ansible-playbook site.yml -i DIR`` reaches *its* BMCs and
 *its* MAAS simulator and nothing of the demo lab:
 

@@ -200,6 +200,17 @@ def load_baseline(path: str | Path) -> Baseline:
     return parse_baseline(doc, str(path))
 
 
+def load(source: Any) -> Baseline:
+    """A baseline given as a file path, or as the document itself (a mapping: an inventory's
+    ``racksmith_firmware_baseline`` written inline, as the lab's group_vars do, so that every
+    inventory linking those group_vars carries it without a path to resolve)."""
+    if isinstance(source, Mapping):
+        return parse_baseline(dict(source), "racksmith_firmware_baseline (inline)")
+    if not isinstance(source, str | Path) or not str(source):
+        raise BaselineError(f"racksmith_firmware_baseline: a file or a mapping, not {source!r:.80}")
+    return load_baseline(source)
+
+
 # -- the verdict ------------------------------------------------------------------------------
 
 

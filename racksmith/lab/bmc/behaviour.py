@@ -42,8 +42,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from racksmith.lab.bmc import identity
+from racksmith.lab.bmc.logs import LabLogs
 from racksmith.lab.bmc.tree import ROOT, Variant
-from racksmith.lab.bmc.updates import DellUpdates, UpdateFaults
+from racksmith.lab.bmc.updates import BIOS_COMPONENT, OLD_BIOS, DellUpdates, UpdateFaults
 from racksmith.lab.spec import Server
 
 SESSIONS = f"{ROOT}/SessionService/Sessions"
@@ -119,6 +120,8 @@ class Faults:
     clock_locked: bool = False  # DateTime PATCH refused (clock managed by the BMC's own NTP)
     boot_quirk: bool = False  # boot PATCH: 400 "depends on other attribute(s)", but applied
     update: UpdateFaults = field(default_factory=UpdateFaults)  # firmware update misbehaviour
+    psu_log: bool = False  # a Critical "power supply input lost" entry in the BMC's log (logs.py)
+    firmware_old: bool = False  # the BIOS runs OLD_BIOS, behind the lab's baseline (iDRAC only)
 
     @classmethod
     def from_spec(cls, names: Iterable[str]) -> Faults:
@@ -140,6 +143,9 @@ class Faults:
             ),
             clock_locked="bmc_clock_locked" in names,
             boot_quirk="bmc_boot_quirk" in names,
+            psu_log="bmc_sel_psu" in names,
+            update=UpdateFaults(update_fails="flash_fails" in names),
+            firmware_old="firmware_old" in names,
         )
 
 
@@ -250,7 +256,9 @@ class EmulatedBmc:
                 update_seconds=self.settings.update_seconds,
                 bmc_reset_seconds=self.settings.bmc_reset_seconds,
                 faults=self.faults.update,
+                running={BIOS_COMPONENT: OLD_BIOS} if self.faults.firmware_old else None,
             )
+        self.logs = LabLogs(variant, psu_fault=self.faults.psu_log, created=self.now())
         if self.faults.missing_gpu and variant.gpu_ids:
             self._hidden = set(variant.gpu_paths(variant.gpu_ids[-1]))
 
@@ -474,6 +482,8 @@ class EmulatedBmc:
                 session = self._sessions.get(path.rsplit("/", 1)[-1])
             return self._session_doc(session) if session else None
         doc = self.updates.resource(path) if self.updates is not None else None
+        if doc is None:
+            doc = self.logs.resource(path)
         if doc is None:
             doc = self.variant.document(path)
         if doc is None:

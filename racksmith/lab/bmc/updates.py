@@ -57,6 +57,10 @@ TASKS = f"{ROOT}/TaskService/Tasks"
 JOBS = f"{ROOT}/Managers/iDRAC.Embedded.1/Oem/Dell/Jobs"
 _DELL_ID = re.compile(r"^(Installed|Current|Previous|Available)-([^-]*)-(.*?)__(.+)$")
 _IDS = itertools.count(102_300_000_000)
+BIOS_COMPONENT = "BIOS.Setup.1-1"
+#: The BIOS the fault ``firmware_old`` runs: older than the capture's 1.8.2, behind the lab's
+#: baseline (inventory/lab/firmware-baseline.yml). LAB STAND-IN: a version number only.
+OLD_BIOS = "1.7.5"
 
 
 def lab_package(component: str, version: str) -> bytes:
@@ -110,6 +114,7 @@ class DellUpdates:
         bmc_reset_seconds: float,
         faults: UpdateFaults,
         clock: Callable[[], float] = time.monotonic,
+        running: Mapping[str, str] | None = None,
     ) -> None:
         self.bmc = bmc
         self.update_seconds = update_seconds
@@ -141,6 +146,8 @@ class DellUpdates:
             if doc is not None:
                 self.members[uri.rsplit("/", 1)[-1]] = doc
         self.installed_events: list[tuple[str, str]] = []  # (component, version), tests read it
+        for component, version in (running or {}).items():  # a lab fault: another running image
+            self._run(component, version)
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -192,6 +199,22 @@ class DellUpdates:
                 template, old_id, f"{prefix}-{sid}-{ver}__{component}", ver
             )
         self.installed_events.append((component, version))
+
+    def _run(self, component: str, version: str) -> None:
+        """Serve ``version`` as the running image of ``component`` from the start (no update,
+        no rollback image): how a server that left the factory with other firmware looks."""
+        found = self._active(component)
+        if found is None:
+            return
+        old_id, sid, _ = found
+        template = self.members[old_id]
+        for prefix in ("Installed", "Current"):
+            for fid in list(self.members):
+                match = _DELL_ID.match(fid)
+                if match and match.group(1) == prefix and match.group(4) == component:
+                    del self.members[fid]
+            new_id = f"{prefix}-{sid}-{version}__{component}"
+            self.members[new_id] = self._member(template, old_id, new_id, version)
 
     def _stage(self, component: str, version: str) -> None:
         found = self._active(component)
@@ -299,7 +322,7 @@ class DellUpdates:
         """Versions the system and manager report follow the inventory."""
         with self._lock:
             if path == self.system:
-                found = self._active("BIOS.Setup.1-1")
+                found = self._active(BIOS_COMPONENT)
                 if found:
                     doc["BiosVersion"] = found[2]
             elif path == self.manager:

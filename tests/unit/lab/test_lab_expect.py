@@ -147,3 +147,35 @@ def test_a_lab_fault_is_reported_as_the_labs_not_as_the_server_missing_golden(tm
     assert f"LAB FAULT gpu01 ({name}), not the server's: LAB FAULT: test host gpu01" in out
     assert "1 server(s) not judged: the lab failed them (LAB FAULT)" in out
     assert "did not end as the rack file says" not in out
+
+
+def test_the_demo_racks_old_firmware_and_bmc_log_servers_end_with_their_named_causes():
+    """gpu11 runs a BIOS behind the lab baseline, gpu12's BMC logged a lost power supply: each
+    must be QUARANTINED for exactly that, with its triage cause (issue 21)."""
+    rack = spec.load()
+    old, psu = rack.server("gpu11"), rack.server("gpu12")
+    assert (old.faults, psu.faults) == ({"firmware_old"}, {"bmc_sel_psu"})
+    assert expect.expected_result(old) == expect.expected_result(psu) == "QUARANTINED"
+    drift = "firmware/BIOS drift from baseline: BIOS.Setup.1-1 1.7.5 -> 1.8.2 (upgrade, reboot)"
+    log = "BMC health (psu_fault): Lclog 90001: Critical IDRAC.2.7.PSU0003 at x: lost"
+    right = {
+        old.service_tag.lower(): {
+            "result": "QUARANTINED", "reasons": [drift],
+            "triage": {"cause": "firmware_drift", "ticket": "t.md"},
+        },
+        psu.service_tag.lower(): {
+            "result": "QUARANTINED", "reasons": [log],
+            "triage": {"cause": "psu_fault", "ticket": "t.md"},
+        },
+    }  # fmt: skip
+    rows = {r[0].name: r[3] for r in expect.check(rack, _report(rack, right))}
+    assert (rows["gpu11"], rows["gpu12"]) == (None, None)
+    swapped = {
+        old.service_tag.lower(): {**right[old.service_tag.lower()], "reasons": [log]},
+        psu.service_tag.lower(): {
+            **right[psu.service_tag.lower()], "triage": {"cause": "thermal", "ticket": "t.md"},
+        },
+    }  # fmt: skip
+    rows = {r[0].name: r[3] for r in expect.check(rack, _report(rack, swapped))}
+    assert rows["gpu11"] == "reason should mention 'drift from baseline'"
+    assert rows["gpu12"] == "cause 'thermal', expected psu_fault"
