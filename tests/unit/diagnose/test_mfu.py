@@ -15,6 +15,7 @@ from racksmith.testing.curves import BASE, SHAPES, generate
 REPO = Path(__file__).resolve().parents[3]
 X1 = REPO / "tests" / "fixtures" / "h200-x1-run"
 X2 = REPO / "tests" / "fixtures" / "h200-x2-run"
+LONG = REPO / "tests" / "fixtures" / "h200-x1-smoke2000"  # 2000 steps
 
 
 def names(d):
@@ -41,10 +42,12 @@ REAL = [
     (X2 / "smoke-1gpu.json", X1 / "clean-load-report.json"),
     (X2 / "smoke-2gpu.json", X1 / "clean-load-report.json"),
     (X2 / "run1-smoke-1gpu-uniform-data.json", X2 / "load-report.json"),
+    (LONG / "smoke-1gpu.json", X1 / "clean-load-report.json"),
+    (LONG / "smoke-1gpu.log", X2 / "load-report.json"),
 ]
 
 
-@pytest.mark.parametrize(("curve", "base"), REAL, ids=lambda p: p.name)
+@pytest.mark.parametrize(("curve", "base"), REAL, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_h200_curves_read_healthy(curve, base):
     c = metrics.read(curve)
     expected, unit, _ = metrics.baseline(base)
