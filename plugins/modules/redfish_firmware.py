@@ -69,6 +69,20 @@ options:
     description: Seconds to wait for the inventory to report the new version after the task.
     type: float
     default: 120
+  reset:
+    description:
+      - Reset the server once when a flashed image is only staged (it runs after the next reset,
+        as iDRAC BIOS and CPLD packages do), then wait until every staged component reports its
+        new version as the running image (C(reset_wait)); the reset takes its slot in the fleet's
+        power pacing. A server that is off is powered on instead.
+      - C(false) (the default) resets nothing; a staged image is then reported as C(staged),
+        "staged, needs a reset", never as a finished update.
+    type: bool
+    default: false
+  reset_wait:
+    description: Seconds for the reset and for the staged images to run after it.
+    type: float
+    default: 600
 """
 
 EXAMPLES = r"""
@@ -83,11 +97,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 updates:
-  description: per entry, component, wanted, before, status (ok, already, would, failed,
+  description: per entry, component, wanted, before, status (ok, staged, already, would, failed,
     not-attempted), method, verified (active, staged), after, task, messages, reason
   type: list
   elements: dict
   returned: always
+needs_reset:
+  description: the components flashed but only staged (no reset allowed); they run after a reset
+  type: list
+  elements: str
+  returned: when an image was left staged
 error_kind:
   description: why it failed
   type: str
@@ -129,6 +148,8 @@ def main():
             "wait": {"type": "float", "default": 3600.0},
             "poll": {"type": "float", "default": 5.0},
             "verify_wait": {"type": "float", "default": 120.0},
+            "reset": {"type": "bool", "default": False},
+            "reset_wait": {"type": "float", "default": 600.0},
         },
         supports_check_mode=True,
     )
@@ -142,7 +163,13 @@ def main():
     def action(client):
         try:
             result = update.update(
-                client, steps, check_mode=dry, poll=p["poll"], verify_wait=p["verify_wait"]
+                client,
+                steps,
+                check_mode=dry,
+                poll=p["poll"],
+                verify_wait=p["verify_wait"],
+                reset=p["reset"],
+                reset_wait=p["reset_wait"],
             )
         except update.UpdateFailed as exc:
             module.fail_json(

@@ -30,6 +30,9 @@ from typing import Any
 from racksmith.redfish import baseline as bl
 
 OK, FAILED = "ok", "failed"
+#: flashed but only staged, no reset allowed (racksmith_firmware_reboot false): not updated, so
+#: the stop rule counts it with the failed hosts, under its own name
+STAGED = "staged"
 
 
 class RolloutError(ValueError):
@@ -273,7 +276,8 @@ def host_outcome(
 ) -> dict[str, Any]:
     """One host's outcome from its module results (``None`` or ``skipped``: not run): ``ok``
     only when every step that ran succeeded; a flash whose image is only staged after the
-    activation reset, or not verified at all, is ``failed`` with the reason."""
+    activation reset, or not verified at all, is ``failed`` with the reason; one left staged
+    because no reset was allowed is ``staged`` ("staged, needs a reset"), never ``ok``."""
     steps = (("firmware", flash), ("bios", bios), ("activation", activation), ("verify", verify))
     for what, result in steps:
         if not isinstance(result, Mapping) or result.get("skipped"):
@@ -291,6 +295,9 @@ def host_outcome(
                 "status": FAILED,
                 "reason": f"verify: not running the new version after the reset: {', '.join(late)}",
             }
+    ran_verify = isinstance(verify, Mapping) and not verify.get("skipped")
+    if not ran_verify and needs_activation(flash):
+        return {"status": STAGED, "reason": f"firmware: {_said(flash)}"}
     said = "; ".join(
         f"{what}: {_said(result)}"
         for what, result in steps
@@ -304,7 +311,9 @@ def needs_activation(flash: Mapping[str, Any] | None) -> bool:
     if not isinstance(flash, Mapping) or flash.get("skipped") or flash.get("failed"):
         return False
     return any(
-        isinstance(u, Mapping) and u.get("status") == "ok" and u.get("verified") == "staged"
+        isinstance(u, Mapping)
+        and u.get("status") in ("ok", "staged")
+        and u.get("verified") == "staged"
         for u in flash.get("updates") or ()
     )
 
@@ -317,6 +326,6 @@ def outcomes_from_hostvars(
     for host in rollout["order"]:
         variables = hostvars.get(host) or {}
         outcome = variables.get("racksmith_firmware_outcome") if host in hostvars else None
-        if isinstance(outcome, Mapping) and outcome.get("status") in (OK, FAILED):
+        if isinstance(outcome, Mapping) and outcome.get("status") in (OK, FAILED, STAGED):
             out[host] = str(outcome["status"])
     return out

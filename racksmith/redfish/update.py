@@ -22,6 +22,12 @@ Rules (issue 21, item 5), and why:
   failure, even after a "Completed" task.
 - **Never retry a flash by itself**: a failed or unverifiable flash is reported and the rest of
   the host's updates are not attempted; deciding to flash again is an operator's call.
+- **A staged image is not an update yet** (iDRAC BIOS and CPLD packages, Lenovo ``-Pending``,
+  Supermicro ``Staging_``: they run only after the next reset). With ``reset`` allowed the
+  server is reset once (power-on when it is off; the reset takes its slot in the fleet's power
+  pacing), and every staged component must then report its new version as the *running* image
+  within ``reset_wait``, else the update failed. Without ``reset`` nothing is reset: the step's
+  status is ``staged`` (not ``ok``) and the result says "staged, needs a reset", never success.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from racksmith import pacing
+from racksmith.redfish import actions, parse
 from racksmith.redfish import firmware as fw
-from racksmith.redfish import parse
 from racksmith.redfish.actions import ActionResult
 from racksmith.redfish.client import RedfishClient, Response
 from racksmith.redfish.errors import ErrorKind, RedfishError
@@ -136,7 +143,7 @@ class StepOutcome:
     component: str
     wanted: str
     before: str | None
-    status: str  # ok, already, would, failed, not-attempted
+    status: str  # ok, staged (needs a reset), already, would, failed, not-attempted
     method: str | None = None
     verified: str | None = None  # active, staged
     after: str | None = None
@@ -368,6 +375,52 @@ def _one(
     )
 
 
+def _activate(
+    client: RedfishClient,
+    staged: Sequence[tuple[UpdateStep, StepOutcome]],
+    *,
+    wait: float,
+    poll: float,
+    pace: pacing.Pace | None,
+) -> StepOutcome | None:
+    """Reset the server once so its staged images run, then wait until the inventory reports
+    each as the running image; the first step still not running by then (None: all run)."""
+    state = actions.system(client).power_state or "Unknown"
+    goal = "restart" if state in ("On", "PoweringOn") else "on"
+    end = time.monotonic() + wait
+    actions.power(client, goal, wait=wait, poll=poll, pace=pace)
+    while True:
+        try:
+            items = read_inventory(client)
+        except RedfishError as exc:
+            if exc.kind is ErrorKind.AUTH:
+                _relogin(client)
+                continue
+            if exc.kind not in (ErrorKind.RESET, ErrorKind.UNREACHABLE, ErrorKind.BUSY):
+                raise
+            items = []
+        late = None
+        for step, outcome in staged:
+            verified, reported = _verify(items, step)
+            if verified == "active":
+                outcome.verified, outcome.after = "active", reported
+                if not any(m.startswith("activated by ") for m in outcome.messages):
+                    outcome.messages.append(f"activated by {goal}")
+            elif late is None:
+                late = outcome
+                outcome.after = ", ".join(versions(items, step.component)[0]) or None
+        if late is None:
+            return None
+        if time.monotonic() >= end:
+            late.status = "failed"
+            late.reason = (
+                f"staged, then the server was reset ({goal}), but after {wait:g}s the inventory "
+                f"reports {late.component} running {late.after} (wanted {late.wanted}); not retried"
+            )
+            return late
+        time.sleep(min(poll, max(0.0, end - time.monotonic())))
+
+
 def update(
     client: RedfishClient,
     steps: Sequence[UpdateStep],
@@ -375,9 +428,13 @@ def update(
     check_mode: bool = True,
     poll: float = 5.0,
     verify_wait: float = 60.0,
+    reset: bool = False,
+    reset_wait: float = 600.0,
+    pace: pacing.Pace | None = None,
 ) -> ActionResult:
     """Flash ``steps`` in order on one BMC. Check mode (the default) reads and says what it
-    would send. The first failure ends the host: later steps are ``not-attempted``."""
+    would send. The first failure ends the host: later steps are ``not-attempted``. Images
+    left staged are activated by one reset only when ``reset`` allows it (module docstring)."""
     if not steps:
         raise ValueError("no firmware updates given")
     service = Service.parse(client.get(UPDATE_SERVICE))
@@ -420,11 +477,12 @@ def update(
             + ("multipart push" if o.method == "multipart" else "SimpleUpdate")
             for o in todo
         )
+        then = "; a staged image is activated by one reset (reset allowed)" if reset else ""
         return ActionResult(
             True,
             before,
             before,
-            f"would flash {said}",
+            f"would flash {said}{then}",
             details={"updates": [o.public() for o in outcomes]},
         )
     failed: StepOutcome | None = None
@@ -441,12 +499,39 @@ def update(
             outcome.status, outcome.reason = "failed", exc.reason
         if outcome.status == "failed":
             failed = outcome
+    staged = [
+        (step, o)
+        for step, o in zip(steps, outcomes, strict=True)
+        if o.status == "ok" and o.verified == "staged"
+    ]
+    note = ""
+    if failed is None and staged and reset:
+        try:
+            failed = _activate(client, staged, wait=reset_wait, poll=poll, pace=pace)
+        except RedfishError as exc:
+            failed = staged[0][1]
+            failed.status, failed.reason = "failed", f"reset to activate: {exc.reason}"
+        note = f"; activated by a reset: {', '.join(o.component for _, o in staged)}"
+    elif failed is None and staged:
+        for _, o in staged:
+            o.status = "staged"
+        note = "; staged, needs a reset: " + ", ".join(
+            f"{o.component} ({o.wanted} staged, {o.before} runs until the next reset)"
+            for _, o in staged
+        )
     after = {o.component: o.after or o.before for o in outcomes}
-    details = {"updates": [o.public() for o in outcomes]}
+    details: dict[str, Any] = {"updates": [o.public() for o in outcomes]}
     if failed is not None:
         raise UpdateFailed(client, failed, details)
-    staged = [o.component for o in outcomes if o.status == "ok" and o.verified == "staged"]
-    note = f"; staged, waiting for activation: {', '.join(staged)}" if staged else ""
+    if any(o.status == "staged" for o in outcomes):
+        details["needs_reset"] = [o.component for o in outcomes if o.status == "staged"]
+        return ActionResult(
+            True,
+            before,
+            before,
+            f"flashed {', '.join(o.component for o in todo)}, NOT active yet{note}",
+            details=details,
+        )
     return ActionResult(
         True,
         before,

@@ -88,3 +88,35 @@ def test_redfish_firmware_reports_each_step_and_fails_without_retrying(
     rc, failed = module("redfish_firmware", bmc, updates=updates, dry_run=False, poll=0.2)
     assert rc == 1 and failed["failed"] and failed["updates"][0]["status"] == "failed"
     assert "RED007" in failed["msg"] and bmc.stats["update_started"] == 1
+
+
+def test_redfish_firmware_resets_a_staged_image_only_when_allowed(rack, server, module, tmp_path):
+    """An iDRAC BIOS package is staged and runs after the next reset: without ``reset`` the
+    module says "staged, needs a reset" (status staged, nothing reset); with it, it resets once,
+    waits, and verifies the new BIOS runs."""
+    lab = rack(
+        [server(1, model="r750-h100pcie"), server(2, model="r750-h100pcie")],
+        settings=Settings(power_delay=0.2, update_seconds=0.5),
+        scheme="http",
+    )
+    image = tmp_path / "bios.pkg"
+    image.write_bytes(lab_package("BIOS.Setup.1-1", "1.9.0"))
+    updates = [{"component": "BIOS.Setup.1-1", "version": "1.9.0", "image": str(image)}]
+    kept = lab.bmc("gpu01")
+    rc, staged = module("redfish_firmware", kept, updates=updates, dry_run=False, poll=0.2)
+    assert rc == 0 and staged["changed"], staged
+    assert "staged, needs a reset: BIOS.Setup.1-1 (1.9.0 staged, 1.8.2 runs" in staged["msg"]
+    assert "NOT active yet" in staged["msg"] and staged["needs_reset"] == ["BIOS.Setup.1-1"]
+    assert (staged["updates"][0]["status"], staged["updates"][0]["verified"]) == (
+        "staged",
+        "staged",
+    )
+    assert kept.boots == [] and kept.power_state() == "Off"
+    reset = lab.bmc("gpu02")
+    rc, done = module(
+        "redfish_firmware", reset, updates=updates, dry_run=False, poll=0.2, reset=True
+    )
+    assert rc == 0 and done["changed"], done
+    assert (done["updates"][0]["status"], done["updates"][0]["verified"]) == ("ok", "active")
+    assert done["after"] == {"BIOS.Setup.1-1": "1.9.0"} and "needs_reset" not in done
+    assert len(reset.boots) == 1 and reset.updates.installed_events == [("BIOS.Setup.1-1", "1.9.0")]

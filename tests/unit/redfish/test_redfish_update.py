@@ -92,8 +92,15 @@ def test_multipart_bios_is_staged_then_active_after_power_on(idrac, image):
             poll=0.2,
         )
         out = result.details["updates"][0]
-        assert (out["status"], out["method"], out["verified"]) == ("ok", "multipart", "staged")
-        assert "staged, waiting for activation: BIOS.Setup.1-1" in result.message
+        # no reset allowed: staged is said, and is not a finished update
+        assert (out["status"], out["method"], out["verified"]) == ("staged", "multipart", "staged")
+        assert result.message == (
+            "flashed BIOS.Setup.1-1, NOT active yet; staged, needs a reset: BIOS.Setup.1-1 "
+            "(1.9.0 staged, 1.8.2 runs until the next reset)"
+        )
+        assert result.details["needs_reset"] == ["BIOS.Setup.1-1"]
+        assert result.after == {"BIOS.Setup.1-1": "1.8.2"}
+        assert _bmc.boots == [] and not any(k.startswith("reset_") for k in _bmc.stats)
         actions.power(c, "on", wait=5, poll=0.1)
         running, _ = update.versions(update.read_inventory(c), "BIOS.Setup.1-1")
         assert running == ["1.9.0"] and c.get(actions.system(c).uri)["BiosVersion"] == "1.9.0"
@@ -203,3 +210,59 @@ def test_an_unknown_component_is_an_error_before_anything_is_sent(idrac, image):
     with connect() as c, pytest.raises(RedfishError) as missing:
         update.update(c, [_step("HGX_FW_GPU_*", "1", image_uri="http://x/y")], check_mode=False)
     assert missing.value.kind is ErrorKind.INCOMPLETE and bmc.stats["update_started"] == 0
+
+
+@pytest.mark.parametrize("power", ["On", "Off"])
+def test_a_staged_image_with_reset_allowed_is_reset_waited_for_and_verified(idrac, image, power):
+    """The staged-flash-then-reset path (iDRAC BIOS packages run only after the next reset): one
+    reset (a restart when the server is on, a power-on when it is off), then the new version
+    must be the running image."""
+    bmc, connect = idrac(settings=Settings(**{**FAST.__dict__, "initial_power": power}))
+    with connect() as c:
+        plan = update.update(
+            c,
+            [_step("BIOS.Setup.1-1", "1.9.0", image=image("BIOS.Setup.1-1", "1.9.0"))],
+            reset=True,
+        )
+        assert plan.message.endswith("; a staged image is activated by one reset (reset allowed)")
+        assert bmc.boots == [] and bmc.stats["update_started"] == 0
+        result = update.update(
+            c,
+            [_step("BIOS.Setup.1-1", "1.9.0", image=image("BIOS.Setup.1-1", "1.9.0"))],
+            check_mode=False,
+            poll=0.2,
+            reset=True,
+            reset_wait=30,
+        )
+        out = result.details["updates"][0]
+        goal = "restart" if power == "On" else "on"
+        assert (out["status"], out["verified"], out["after"]) == ("ok", "active", "1.9.0")
+        assert f"activated by {goal}" in out["messages"]
+        assert result.message == (
+            "flashed and verified BIOS.Setup.1-1; activated by a reset: BIOS.Setup.1-1"
+        )
+        assert "needs_reset" not in result.details
+        assert len(bmc.boots) == 1  # one reset, not one per poll
+        assert c.get(actions.system(c).uri)["BiosVersion"] == "1.9.0"
+        assert bmc.updates.installed_events == [("BIOS.Setup.1-1", "1.9.0")]
+
+
+def test_a_reset_that_does_not_activate_the_image_is_a_failure(idrac, image, monkeypatch):
+    """A BMC that keeps running the old BIOS after the reset (the staged job lost): failed,
+    naming what runs, never retried."""
+    bmc, connect = idrac()
+    monkeypatch.setattr(bmc.updates, "on_power_on", lambda: None)  # the reset applies nothing
+    with connect() as c, pytest.raises(update.UpdateFailed) as failed:
+        update.update(
+            c,
+            [_step("BIOS.Setup.1-1", "1.9.0", image=image("BIOS.Setup.1-1", "1.9.0"))],
+            check_mode=False,
+            poll=0.2,
+            reset=True,
+            reset_wait=3,
+        )
+    assert "staged, then the server was reset (on), but after 3s the inventory reports " in str(
+        failed.value.reason
+    )
+    assert "BIOS.Setup.1-1 running 1.8.2 (wanted 1.9.0); not retried" in failed.value.reason
+    assert bmc.stats["update_started"] == 1 and len(bmc.boots) == 1
