@@ -255,3 +255,29 @@ def test_collect_keeps_to_the_deadline_and_names_a_host_that_does_not_answer():
     (got,) = collect.collect([silent], collect.Settings(deadline=3.0))
     assert time.monotonic() - start < 6.0
     assert not got.answered and got.error
+
+
+NCCL = FIXTURES / "nccl-h200"
+
+
+def test_a_real_nccl_dump_is_read_as_a_plain_pickle_by_the_probe(tmp_path):
+    raw = (NCCL / "nccl_trace_rank_0").read_bytes()
+    assert raw[:1] == b"\x80"  # a pickle, not JSON
+    (tmp_path / "nccl_trace_rank_0").write_bytes(raw)
+    got = probe.flight_recorder(
+        {"RANK": "0", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": str(tmp_path / "nccl_trace_rank_")}
+    )
+    assert "error" not in got, got
+    (pg,) = parse_flight_recorder(got["dump"])
+    assert (pg.group, pg.last_enqueued, pg.last_completed) == ("0", 5, -1)
+    assert (pg.last_op, pg.last_op_state) == ("nccl:all_reduce", "completed")
+
+
+def test_a_real_probe_on_an_h200_names_the_rank_s_gpu_and_reads_native_frames():
+    host = parse_probe("h200", json.loads((NCCL / "probe.json").read_text()))
+    (rank,) = host.ranks
+    assert (rank.rank, rank.local_rank, rank.gpu, rank.native) == (0, 0, "0", True)
+    assert rank.signature()[0].startswith("wait_for_batch (")
+    assert [c.last_enqueued for c in rank.collectives] == [5]
+    report = analyse([host])
+    assert report.decided and report.suspects == () and report.named_hosts == ()
