@@ -540,7 +540,7 @@ def summary(report: HangReport, health: Mapping[str, Sequence[str]] | None = Non
         for s in report.suspects:
             lines.append(f"  {s.rank.label}")
             lines += [f"    - {why}" for why in s.reasons]
-            inner = [f.text() for f in s.rank.frames[:6]]
+            inner = [f.text() for f in s.rank.frames if not f.name.startswith("0x")][:6]
             lines += [f"      at {text}" for text in inner]
     for h in report.unanswered:
         lines.append(f"  host {h.host} did not answer: {h.error}")

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(summary(report, health))
         for d in diagnoses:
-            print(f"  ticket {tickets[d.host]}: {d.cause.title} ({d.cause.action.value})")
+            print(f"  ticket {out_dir / tickets[d.host]}: {d.cause.title} ({d.cause.action.value})")
         s = doc["seconds"]
         print(
             f"took {s['total']:.1f} s (inventory {s['inventory']:.1f}, collect "
