@@ -160,3 +160,36 @@ def test_a_failed_canary_always_stops_and_says_what_was_not_started():
     assert verdict["half_updated"] == {}  # nothing updated: the type is whole, on the old version
     missing = rollout.wave_verdict(plan, ["r2"], {"r1": "ok"})  # no outcome counts as failed
     assert missing["failed"] == ["r2"] and missing["stop"]
+
+
+def test_a_host_left_staged_without_a_reset_is_staged_never_ok():
+    """racksmith_firmware_reboot false: the flash module reset nothing (its step says staged),
+    no activation or verify ran: the host is ``staged``, and the stop rule counts it as not
+    updated; with the activation reset and a verify that sees the new version run, it is ok."""
+    msg = (
+        "flashed BIOS.Setup.1-1, NOT active yet; staged, needs a reset: BIOS.Setup.1-1 "
+        "(1.9.0 staged, 1.8.2 runs until the next reset)"
+    )
+    flash = {
+        "changed": True,
+        "msg": msg,
+        "updates": [{"component": "BIOS.Setup.1-1", "status": "staged", "verified": "staged"}],
+        "needs_reset": ["BIOS.Setup.1-1"],
+    }
+    skipped = {"skipped": True}
+    assert rollout.needs_activation(flash)
+    assert rollout.host_outcome(flash, skipped, skipped, skipped) == {
+        "status": rollout.STAGED,
+        "reason": f"firmware: {msg}",
+    }
+    verify = {
+        "msg": "every component already at its version (running or staged)",
+        "updates": [{"component": "BIOS.Setup.1-1", "status": "already", "verified": "active"}],
+    }
+    done = rollout.host_outcome(flash, skipped, {"changed": True, "msg": "On -> restart"}, verify)
+    assert done["status"] == rollout.OK
+    plan = rollout.plan([dell("r1"), dell("r2")], BASELINE, selected=["r1", "r2"], images=IMAGES)
+    hostvars = {"r1": {"racksmith_firmware_outcome": {"status": rollout.STAGED}}}
+    assert rollout.outcomes_from_hostvars(plan, hostvars) == {"r1": rollout.STAGED}
+    verdict = rollout.wave_verdict(plan, ["r1"], rollout.outcomes_from_hostvars(plan, hostvars))
+    assert verdict["stop"] and verdict["failed"] == ["r1"]
