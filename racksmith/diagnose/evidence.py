@@ -7,7 +7,10 @@ say *where* such a fault was already seen. Each pattern names the evidence kinds
 its causes apart (:attr:`racksmith.diagnose.mfu.Pattern.look_at`): health checks by name
 (``clock_events``, ``pcie``, ``ib_counters``, ...) read from the run directory's
 ``health/<host>/quick.json`` and ``load-report.json``, and ``history``, the host's failed runs
-in ``history.jsonl`` with their named causes.
+in ``history.jsonl`` with their named causes, and ``ufm``, the links of the host's HCAs in the
+UFM event triage (the JSON lines of ``racksmith fabric ufm ... --hosts hosts.json --json``,
+its summary line too if kept);
+links between switches (a tier-2/3 problem no host owns) are listed for the whole fabric.
 
 Fail closed: a host with no report, or a check that did not run there, is listed as missing
 evidence, never counted as clean; a host is named only on evidence found.
@@ -25,7 +28,55 @@ from racksmith.diagnose.mfu import Match
 from racksmith.triage.history import RunRecord, runs_by_host
 
 #: Weight of a finding when ordering hosts: a failed check counts more than a warning.
-WEIGHT = {"FAIL": 2, "WARN": 1, "history": 1}
+WEIGHT = {"FAIL": 2, "WARN": 1, "history": 1, "ufm": 2}
+
+
+@dataclass(frozen=True)
+class UfmTriage:
+    """The UFM event triage, by host: the links of each host's HCAs, and the rest."""
+
+    by_host: dict[str, tuple[str, ...]]  # host -> "link: reason"
+    fabric: tuple[str, ...]  # links with no host at either end, and what needs attention
+
+
+def read_ufm(path: str | Path) -> UfmTriage:
+    """Read ``racksmith fabric ufm --json`` output: JSON lines, one per port (its stdout), and
+    optionally its summary line (its stderr), whose ``needs_attention`` (a switch down) is a
+    fabric-wide finding."""
+    file = Path(path)
+    try:
+        lines = file.read_text().splitlines()
+    except OSError as exc:
+        raise ValueError(f"{file}: {exc.strerror or exc}") from exc
+    by_host: dict[str, list[str]] = {}
+    fabric: list[str] = []
+    summary = None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            raise ValueError(f"{file}: line {number}: not JSON") from None
+        if isinstance(doc, dict) and "summary" in doc:
+            summary = doc["summary"]
+            continue
+        if not isinstance(doc, dict) or "link" not in doc:
+            raise ValueError(f"{file}: line {number}: not a line of racksmith fabric ufm --json")
+        item = f"{doc['link']}: {doc.get('reason') or '?'}"
+        hosts = {
+            str(end["host"])
+            for end in (doc.get("port"), doc.get("peer"))
+            if isinstance(end, dict) and end.get("kind") == "hca" and end.get("host")
+        }
+        for host in hosts:
+            if item not in by_host.setdefault(host, []):
+                by_host[host].append(item)
+        if not hosts and item not in fabric:
+            fabric.append(item)
+    for what, n in ((summary or {}).get("needs_attention") or {}).items():
+        fabric.append(f"needs attention: {what} x{n}")
+    return UfmTriage({h: tuple(v) for h, v in by_host.items()}, tuple(fabric))
 
 
 @dataclass(frozen=True)
@@ -96,6 +147,7 @@ def host_evidence(
     report_missing: Sequence[str],
     history: Sequence[RunRecord] | None,
     causes: Sequence[str] = (),
+    ufm: UfmTriage | None = None,
 ) -> HostEvidence:
     """What the reports and the history hold on ``host`` for the evidence ``kinds``; past
     failures count only when their triage cause is one of ``causes`` (a host that once lost
@@ -104,6 +156,15 @@ def host_evidence(
     missing: list[str] = []
     clean: list[str] = []
     for kind in kinds:
+        if kind == "ufm":
+            if ufm is None:
+                missing.append("ufm: no UFM event triage given (--ufm)")
+                continue
+            for item in ufm.by_host.get(host, ()):
+                findings.append(Finding(host, "ufm", "ufm", item))
+            if not ufm.by_host.get(host):
+                clean.append("ufm (no event on the links of its HCAs)")
+            continue
         if kind == "history":
             if history is None:
                 missing.append("history: no history file given or found")
@@ -163,6 +224,7 @@ def join(
     matches: Sequence[Match],
     run_dir: str | Path | None,
     history: Sequence[RunRecord] | None,
+    ufm: UfmTriage | None = None,
 ) -> list[HostEvidence]:
     """Every host's evidence for the host-specific patterns matched, most evidence first."""
     kinds: list[str] = []
@@ -177,5 +239,5 @@ def join(
             reports, report_missing = {}, ["no run directory given (--run-dir)"]
         else:
             reports, report_missing = read_reports(run_dir, host)
-        out.append(host_evidence(host, kinds, reports, report_missing, history, causes))
+        out.append(host_evidence(host, kinds, reports, report_missing, history, causes, ufm))
     return sorted(out, key=lambda e: (-e.score, e.host))

@@ -99,7 +99,7 @@ PATTERNS: dict[str, Pattern] = {
                 "an InfiniBand switch down at tier 2/3 (traffic squeezed through the rest)",
                 "a GPU-to-NIC PCIe link limited (kernel log: 'x16 lanes limited by ...')",
             ),
-            ("pcie", "kernel_log", "ib_ports", "ib_counters", "history"),
+            ("pcie", "kernel_log", "ib_ports", "ib_counters", "ufm", "history"),
             history_causes=("pcie_degraded", "health_links", "nic_missing"),
         ),
         Pattern(
@@ -117,7 +117,7 @@ PATTERNS: dict[str, Pattern] = {
                 "another GPU's NIC over NVLink)",
                 "CPU throttling (BIOS power profile, governor)",
             ),
-            ("ib_ports", "ib_counters", "cpu_governor", "history"),
+            ("ib_ports", "ib_counters", "ufm", "cpu_governor", "history"),
             history_causes=("health_links", "firmware_drift"),
         ),
         Pattern(
@@ -135,7 +135,7 @@ PATTERNS: dict[str, Pattern] = {
                 "an intermittent network problem",
                 "the data loader",
             ),
-            ("kernel_log", "ib_counters", "history"),
+            ("kernel_log", "ib_counters", "ufm", "history"),
             history_causes=("health_links", "health_software"),
         ),
         Pattern(
@@ -156,7 +156,7 @@ PATTERNS: dict[str, Pattern] = {
             "ib_flapping",
             "90-100% of expected with high-frequency noise",
             ("moderate upper-tier InfiniBand degradation, or a flapping link",),
-            ("ib_ports", "ib_counters", "history"),
+            ("ib_ports", "ib_counters", "ufm", "history"),
             history_causes=("health_links",),
         ),
     )

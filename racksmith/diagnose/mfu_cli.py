@@ -27,7 +27,7 @@ _EPILOG = """examples:
   racksmith diagnose mfu smoke-1gpu.log --baseline load-report.json
   racksmith diagnose mfu steps.jsonl --expected-mfu 0.45 --checkpoint-every 500 --json
   racksmith diagnose mfu steps.csv --expected-mfu 0.42 -i inventory/site -l job42 \\
-      --run-dir runs/20261130-064537-demo
+      --run-dir runs/20261130-064537-demo --ufm ufm-triage.jsonl
 metrics file: JSON lines or CSV with step and mfu (a fraction), or step, tokens and seconds
 (or time); the result (smoke-<N>gpu.json) and log of the smoke test are read as they are.
 """
@@ -105,6 +105,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--history", metavar="FILE", help="health history (default: RUN_DIR/../history.jsonl)"
     )
+    parser.add_argument(
+        "--ufm",
+        metavar="FILE",
+        help="UFM event triage: racksmith fabric ufm EVENT_LOG --hosts hosts.json --json "
+        "> FILE 2>&1 (the summary line on stderr says what needs attention)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.set_defaults(func=run)
 
@@ -156,7 +162,14 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(f"{args.metrics}: {exc}") from exc
-    joined = evidence.join(hosts, result.matches, args.run_dir, records) if hosts else []
+    ufm = None
+    if args.ufm:
+        try:
+            ufm = evidence.read_ufm(args.ufm)
+        except ValueError as exc:
+            raise UsageError(f"--ufm {exc}") from exc
+    joined = evidence.join(hosts, result.matches, args.run_dir, records, ufm) if hosts else []
+    fabric_wide = any("ufm" in m.pattern.look_at for m in result.matches)
     doc = {
         "schema": SCHEMA,
         "metrics": str(args.metrics),
@@ -169,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         "hosts": [e.to_dict() for e in joined],
         "history": str(history_path) if history_path else None,
         "suspect_hosts": [e.host for e in joined if e.score > 0],
+        "fabric": list(ufm.fabric) if ufm and fabric_wide else [],
     }
     if args.json:
         json.dump(doc, sys.stdout, sort_keys=True)
@@ -206,6 +220,7 @@ def text(doc: dict, result: Diagnosis) -> str:
         lines += [f"    cause: {c}" for c in m.pattern.causes]
     lines += [f"  unexplained: {u}" for u in result.unexplained]
     lines += [f"  note: {n}" for n in result.notes]
+    lines += [f"  fabric (no host at either end): {f}" for f in doc["fabric"]]
     hosts = doc["hosts"]
     if hosts:
         named = [h for h in hosts if h["score"] > 0]

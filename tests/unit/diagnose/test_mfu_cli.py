@@ -153,3 +153,57 @@ def test_hosts_from_an_inventory_and_a_limit(tmp_path):
     assert all(
         any(m.startswith("gdr: no run directory") for m in h["missing"]) for h in doc["hosts"]
     )
+
+
+def test_flapping_curve_joined_to_the_ufm_event_triage(tmp_path):
+    """The UFM triage of the fabric samples (tests/fixtures/fabric: a BER event on node04's cable,
+    a flapping leaf-spine link, a switch down), made by ``racksmith fabric ufm`` itself."""
+    fab = FIXTURES / "fabric"
+    triage = racksmith(
+        "fabric",
+        "ufm",
+        str(fab / "small-event.log"),
+        "--topology",
+        str(fab / "small-ibnetdiscover.txt"),
+        "--hosts",
+        str(fab / "small-hosts.json"),
+        "--json",
+    )
+    assert triage.returncode in (0, 1), triage.stderr
+    ufm = tmp_path / "ufm.jsonl"
+    ufm.write_text(triage.stdout + triage.stderr)  # the ports, then the summary line
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("node01\nnode02\nnode03\nnode04\n")
+    curve = write_jsonl(tmp_path / "c.jsonl", generate("ib_flapping", seed=1))
+    proc = racksmith(
+        "diagnose",
+        "mfu",
+        str(curve),
+        "--expected-mfu",
+        str(BASE),
+        "--hosts",
+        str(hosts),
+        "--ufm",
+        str(ufm),
+        "--json",
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and [p["pattern"] for p in doc["patterns"]] == ["ib_flapping"]
+    assert doc["suspect_hosts"] == ["node04"]
+    node04 = next(h for h in doc["hosts"] if h["host"] == "node04")
+    assert node04["findings"][0]["detail"] == "ib-leaf-02/2 - node04 mlx5_0/1: symbol BER x1 [917]"
+    assert "ib-leaf-02/33 - ib-spine-01/3: flapping (3 link-down events)" in doc["fabric"]
+    assert "needs attention: switch down x1" in doc["fabric"]
+    ufm.write_text(triage.stdout + "racksmith: something else\n")
+    proc = racksmith(
+        "diagnose",
+        "mfu",
+        str(curve),
+        "--expected-mfu",
+        str(BASE),
+        "--hosts",
+        str(hosts),
+        "--ufm",
+        str(ufm),
+    )
+    assert proc.returncode == 2 and "ufm.jsonl: line 6: not JSON" in proc.stderr
