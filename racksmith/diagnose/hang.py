@@ -466,35 +466,32 @@ def analyse(probes: Sequence[HostProbe]) -> HangReport:
     def blame(r: Rank, why: str) -> None:
         reasons.setdefault((r.host, r.pid), []).append(why)
 
-    stack_groups = _group(readable, Rank.signature, _stack_key)
-    top, why = _majority(stack_groups, len(readable), "stack") if readable else (None, "")
-    if why:
-        undecided.append(why)
-    if top is not None:
-        for g in stack_groups:
-            if g is not top:
-                for r in g.ranks:
-                    blame(
-                        r,
-                        f"its stack differs from the {len(top.ranks)} ranks in "
-                        f"{top.key}: it is in {g.key}",
-                    )
+    def judge(groups: Sequence[Group], total: int, what: str, why_of) -> None:
+        """Blame every rank outside the majority group, or say there is no majority."""
+        top, why = _majority(groups, total, what)
+        if why:
+            undecided.append(why)
+        for g in groups if top is not None else ():
+            for r in g.ranks if g is not top else ():
+                blame(r, why_of(top, g))
 
+    stack_groups = _group(readable, Rank.signature, _stack_key)
+    judge(
+        stack_groups,
+        len(readable),
+        "stack",
+        lambda top, g: (
+            f"its stack differs from the {len(top.ranks)} ranks in {top.key}: it is in {g.key}"
+        ),
+    )
     with_fr = [r for r in ranks if r.collectives]
     collective_groups = _group(with_fr, _collective_key, _describe_collectives)
-    if with_fr:
-        top_c, why_c = _majority(collective_groups, len(with_fr), "collective position")
-        if why_c:
-            undecided.append(why_c)
-        if top_c is not None:
-            for g in collective_groups:
-                if g is not top_c:
-                    for r in g.ranks:
-                        blame(
-                            r,
-                            f"flight recorder: {g.key}, the other {len(top_c.ranks)} "
-                            f"ranks: {top_c.key}",
-                        )
+    judge(
+        collective_groups,
+        len(with_fr),
+        "collective position",
+        lambda top, g: f"flight recorder: {g.key}, the other {len(top.ranks)} ranks: {top.key}",
+    )
     for r in ranks:
         if r.flight_error:
             undecided.append(f"{r.label}: flight recorder dump {r.flight_path}: {r.flight_error}")
