@@ -72,8 +72,8 @@ def read_ufm(path: str | Path) -> UfmTriage:
         for host in hosts:
             if item not in by_host.setdefault(host, []):
                 by_host[host].append(item)
-        if not hosts and item not in fabric:
-            fabric.append(item)
+        if not hosts and f"{item} (no host at either end)" not in fabric:
+            fabric.append(f"{item} (no host at either end)")
     for what, n in ((summary or {}).get("needs_attention") or {}).items():
         fabric.append(f"needs attention: {what} x{n}")
     return UfmTriage({h: tuple(v) for h, v in by_host.items()}, tuple(fabric))

@@ -220,7 +220,7 @@ def text(doc: dict, result: Diagnosis) -> str:
         lines += [f"    cause: {c}" for c in m.pattern.causes]
     lines += [f"  unexplained: {u}" for u in result.unexplained]
     lines += [f"  note: {n}" for n in result.notes]
-    lines += [f"  fabric (no host at either end): {f}" for f in doc["fabric"]]
+    lines += [f"  fabric: {f}" for f in doc["fabric"]]
     hosts = doc["hosts"]
     if hosts:
         named = [h for h in hosts if h["score"] > 0]

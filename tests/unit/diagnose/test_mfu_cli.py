@@ -192,7 +192,10 @@ def test_flapping_curve_joined_to_the_ufm_event_triage(tmp_path):
     assert doc["suspect_hosts"] == ["node04"]
     node04 = next(h for h in doc["hosts"] if h["host"] == "node04")
     assert node04["findings"][0]["detail"] == "ib-leaf-02/2 - node04 mlx5_0/1: symbol BER x1 [917]"
-    assert "ib-leaf-02/33 - ib-spine-01/3: flapping (3 link-down events)" in doc["fabric"]
+    assert (
+        "ib-leaf-02/33 - ib-spine-01/3: flapping (3 link-down events) (no host at either end)"
+        in doc["fabric"]
+    )
     assert "needs attention: switch down x1" in doc["fabric"]
     ufm.write_text(triage.stdout + "racksmith: something else\n")
     proc = racksmith(
