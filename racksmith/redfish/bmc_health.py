@@ -318,8 +318,9 @@ def problems(health: Any, *, since: datetime | None = None, allow: Iterable[str]
 
     Fail closed: no report (discovery was not asked for it), a report that is not a mapping, a
     status other than OK/FAILED, or anything left unread is ``UNKNOWN`` (cause ``bmc_error``),
-    never healthy. ``since`` drops log findings older than it (a finding without a readable
-    time stays); ``allow`` adds the site's patterns over the finding's text."""
+    never healthy; beside findings, what was unread is said on the last finding's line.
+    ``since`` drops log findings older than it (a finding without a readable time stays);
+    ``allow`` adds the site's patterns over the finding's text."""
     if not isinstance(health, Mapping):
         return [
             reason(
@@ -347,7 +348,11 @@ def problems(health: Any, *, since: datetime | None = None, allow: Iterable[str]
         )
     status = health.get("status")
     unread = [str(u) for u in health.get("unread") or ()]
-    if unread:
+    if unread and out:
+        # the findings already stop the host and name what the BMC reported; what could not
+        # be read is said beside the last one, not as a cause of its own that would outrank them
+        out[-1] += f" (and UNKNOWN: could not read {', '.join(unread)})"
+    elif unread:
         out.append(reason("bmc_error", f"UNKNOWN: could not read {', '.join(unread)}"))
     elif status not in ("OK", "FAILED"):
         out.append(reason("bmc_error", f"UNKNOWN: status {status!r}"))

@@ -137,6 +137,15 @@ def test_anything_unread_is_unknown_never_healthy():
     assert bmc_health.problems("OK")[0].startswith(f"{unknown}: unusable report")
     partial = {"status": "UNKNOWN", "findings": [], "unread": ["/redfish/v1/X: http_error"]}
     assert bmc_health.problems(partial) == [f"{unknown}: could not read /redfish/v1/X: http_error"]
+    # beside a finding, the unread part is said on its line: the finding's cause stays primary
+    found = {
+        "status": "UNKNOWN",
+        "findings": [{"cause": "psu_fault", "source": "health", "what": "PSU 2", "detail": "x"}],
+        "unread": ["/redfish/v1/X: timeout"],
+    }
+    assert bmc_health.problems(found) == [
+        "BMC health (psu_fault): PSU 2: x (and UNKNOWN: could not read /redfish/v1/X: timeout)"
+    ]
     assert bmc_health.problems({"status": "maybe", "findings": []}) == [
         f"{unknown}: status 'maybe'"
     ]
