@@ -173,3 +173,15 @@ def test_baseline_from_a_load_report_needs_its_smoke_figures(tmp_path):
     f.write_text(json.dumps(report))
     with pytest.raises(metrics.MetricsError, match="without the smoke test's MFU"):
         metrics.baseline(f)
+
+
+def test_every_evidence_kind_is_a_health_check_or_a_joined_source():
+    from racksmith.diagnose.mfu import PATTERNS
+    from racksmith.health.checks import all_checks
+    from racksmith.triage.causes import cause
+
+    known = set(all_checks()) | {"history", "ufm"}
+    for p in PATTERNS.values():
+        assert set(p.look_at) <= known, p.name
+        assert all(cause(c) for c in p.history_causes), p.name  # unknown names raise
+        assert bool(p.look_at) == p.host_specific, p.name
