@@ -7,9 +7,9 @@ module: redfish_clock_fleet
 short_description: Check every BMC clock of a rack at once, correcting where the BMC allows
 author: racksmith maintainers (!UNKNOWN)
 description:
-  - The batch form of M(racksmith.core.redfish_clock), for one task run once on the controller
+  - "The batch form of M(racksmith.core.redfish_clock), for one task run once on the controller
     (C(run_once), C(delegate_to: localhost)) - one process for the rack instead of one Python
-    per BMC. BMCs are read C(concurrency) at a time.
+    per BMC. BMCs are read C(concurrency) at a time."
   - Each server's result under C(hosts) is what M(racksmith.core.redfish_clock) returns for it
     (C(msg), C(skew_seconds), C(skewed), C(before), C(after), C(diff); or C(failed), C(msg),
     C(error_kind)). One server's failure never fails the task or the other servers.
@@ -22,10 +22,11 @@ options:
     required: true
   connections:
     description:
-      - Inventory name -> how to reach that BMC (the inventory's C(redfish_connection)):
+      - Inventory name -> how to reach that BMC (the inventory's C(redfish_connection)), with
         any option of M(racksmith.core.redfish_clock) but C(bmc) and C(password), such as
-        C(credentials_file), C(username_env), C(password_env), C(ca_bundle), C(validate_certs),
-        C(scheme). Empty values are left out; credentials go by reference only.
+        C(credentials_file), C(username_env), C(password_env), C(ca_bundle), C(validate_certs)
+        and C(scheme).
+      - Empty values are left out; credentials go by reference only.
     type: dict
     default: {}
   max_skew:
@@ -42,7 +43,11 @@ options:
     default: 32
 extends_documentation_fragment:
   - racksmith.core.racksmith_attributes
-  - racksmith.core.racksmith_attributes.redfish
+attributes:
+  diff_mode:
+    description: Returns each changed server's clock before and after (in check mode, the one it
+      would reach), headed by its name.
+    support: full
 """
 
 EXAMPLES = r"""
