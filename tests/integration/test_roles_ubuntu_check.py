@@ -839,7 +839,9 @@ READ_ONLY_IN_CHECK_MODE = {
         "Driver | Ask apt for the driver's and fabric manager's packages",
     ): ("apt-cache policy (here APT_CONFIG's lists)"),
     ("gdr", "main.yml", "GDR | Probe the host (DOCA-OFED, units, apt)"): (
-        "[ -e ] of openibd and the unit files, apt-cache policy"
+        "[ -e ] of openibd, the unit files and the peermem module, systemctl"
+        " is-enabled/is-active, reads of /proc/driver/nvidia/version and /proc/cmdline,"
+        " apt-cache policy"
     ),
     ("dcgm", "install.yml", "Install | Ask apt for DCGM's packages"): "apt-cache policy",
     (
