@@ -76,6 +76,16 @@ options:
     description: Largest answer read from MAAS, in bytes; a larger one is refused unread.
     type: int
     default: 67108864
+  quarantine_tag:
+    description:
+      - Machines carrying this MAAS tag join group C(quarantine), with
+        C(racksmith_quarantine_reason) naming the tag - the quarantine a sliced run's prepare job
+        recorded (M(racksmith.core.maas_quarantine_tag); docs/awx.md section 8).
+      - Set it in the inventory the slice jobs read (C(racksmith-quarantine)), not in the one the
+        prepare job reads, which decides the quarantine afresh. Empty (the default) reads no
+        quarantine from MAAS.
+    type: str
+    default: ""
 """
 
 EXAMPLES = r"""
@@ -104,6 +114,7 @@ else:
     RACKSMITH_IMPORT_ERROR = None
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
+_TAG = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def _group(prefix: str, value: str) -> str:
@@ -157,6 +168,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         self.inventory.add_group("maas_deployed")
         strict = self.get_option("strict")
         key_file = self.get_option("private_key_file")
+        quarantine_tag = self.get_option("quarantine_tag") or ""
+        if quarantine_tag and not _TAG.match(quarantine_tag):
+            raise AnsibleParserError(
+                f"quarantine_tag {quarantine_tag!r}: letters, digits, '-' and '_' only"
+            )
         for machine in summaries:
             name = machine["hostname"] or machine["system_id"]
             host = self.inventory.add_host(name)
@@ -175,6 +191,12 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             for group in groups:
                 self.inventory.add_group(group)
                 self.inventory.add_child(group, host)
+            if quarantine_tag and quarantine_tag in machine["tags"]:
+                self.inventory.add_group("quarantine")
+                self.inventory.add_child("quarantine", host)
+                hostvars["racksmith_quarantine_reason"] = (
+                    f"quarantined by the run's prepare job (MAAS tag {quarantine_tag})"
+                )
             for key, value in hostvars.items():
                 self.inventory.set_variable(host, key, value)
             self._set_composite_vars(self.get_option("compose"), hostvars, host, strict=strict)

@@ -172,3 +172,54 @@ def test_no_secret_in_output_results_or_caches(rack):
     secrets = (*key.secrets(), "WrongTokenKey0123", rack.bmc_password)
     leaks = [(s[:4] + "...", i) for s in secrets for i, text in enumerate(texts) if s in text]
     assert leaks == []
+
+
+def test_deploy_records_the_quarantine_as_a_maas_tag_for_job_slices(rack):
+    """The prepare job's quarantine reaches AWX slices through MAAS (docs/awx.md section 8):
+    deploy.yml tags exactly the run's quarantined machines, the slices' MAAS inventory
+    (quarantine_tag) reads them as group quarantine, and a later run without that quarantine
+    takes the tag off again."""
+    hosts = [rack.add(i) for i in (1, 2, 3)]
+    assert rack.playbook("enlist.yml").returncode == 0
+    assert rack.playbook("deploy.yml").returncode == 0
+    carried = rack.tmp / "carry.yml"  # the quarantine as the run decided it (here: given)
+    carried.write_text(
+        "all:\n  children:\n    quarantine:\n      hosts:\n"
+        f"        {hosts[1]}: {{racksmith_quarantine_reason: BMC clock off}}\n"
+    )
+    tag = ["-v", "-e", "racksmith_maas_quarantine_tag=racksmith-quarantine"]
+    tagged = rack.playbook("deploy.yml", "-i", str(carried), *tag)
+    assert tagged.returncode == 0, tagged.stdout[-3000:]
+    assert f"tag racksmith-quarantine on {hosts[1]}" in tagged.stdout
+
+    slices = rack.tmp / "slices"
+    slices.mkdir()
+    (slices / "maas.yml").write_text(
+        "plugin: racksmith.core.maas\nquarantine_tag: racksmith-quarantine\n"
+    )
+    listing = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(slices), "--list"],
+        cwd=rack.tmp,
+        env=rack.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    data = plain(json.loads(listing.stdout))
+    assert data["quarantine"]["hosts"] == [hosts[1]]
+    assert (
+        "MAAS tag racksmith-quarantine"
+        in (data["_meta"]["hostvars"][hosts[1]]["racksmith_quarantine_reason"])
+    )
+
+    again = rack.playbook("deploy.yml", *tag)  # repaired: no quarantine this time
+    assert again.returncode == 0 and f"take racksmith-quarantine off {hosts[1]}" in again.stdout
+    listing = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(slices), "--list"],
+        cwd=rack.tmp,
+        env=rack.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "quarantine" not in plain(json.loads(listing.stdout))
