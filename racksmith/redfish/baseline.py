@@ -496,13 +496,14 @@ def evaluate(results: Iterable[Mapping[str, Any]], baseline: Baseline) -> list[H
         host = _host_name(result)
         reasons: list[str] = []
         findings: list[Finding] = []
-        if host_type is None:
+        if result.get("error") and not result.get("serial"):
+            # first: a BMC that gave no facts matches no host type, and that is not the news
+            reasons.append(f"the BMC could not be read: {result.get('error')}")
+        elif host_type is None:
             reasons.append(
                 f"no host type of {baseline.source} matches vendor {result.get('vendor')!r}, "
                 f"manufacturer {result.get('manufacturer')!r}, model {result.get('model')!r}"
             )
-        elif result.get("error") and not result.get("serial"):
-            reasons.append(f"the BMC could not be read: {result.get('error')}")
         else:
             if host_type.firmware:
                 if result.get("firmware_error"):

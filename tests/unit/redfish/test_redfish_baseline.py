@@ -320,3 +320,21 @@ def test_phase_verdicts_warn_on_unknown_and_on_warned_drift(result):
     _set_version(drifted, "HGX_FW_GPU_SXM_1", "96.00.61.00.01")
     warned = bl.phase_verdicts([drifted], baseline(dict(dgx, on_drift="warn")))
     assert warned["quarantine"] == {} and "HGX_FW_GPU_SXM_1" in warned["warn"]["1662923610124"]
+
+
+def test_a_bmc_that_gave_no_facts_is_unknown_for_that_reason():
+    """Not "no host type matches vendor None": the lab's gpu07 (credentials rejected)."""
+    failed = {"bmc": "127.0.0.1:8449", "error": "login: HTTP 401 (credentials rejected)"}
+    (verdict,) = bl.evaluate([failed], baseline(DGX))
+    assert verdict.status == bl.UNKNOWN
+    assert verdict.reasons == ("the BMC could not be read: login: HTTP 401 (credentials rejected)",)
+
+
+def test_a_baseline_is_a_file_or_the_document_itself(tmp_path):
+    doc = {"host_types": [DGX]}
+    assert bl.load(doc).types[0].name == DGX["name"]
+    assert bl.load(doc).source == "racksmith_firmware_baseline (inline)"
+    with pytest.raises(bl.BaselineError, match="a file or a mapping"):
+        bl.load(["not", "a", "baseline"])
+    with pytest.raises(bl.BaselineError, match=r"nope\.yml"):
+        bl.load(str(tmp_path / "nope.yml"))
