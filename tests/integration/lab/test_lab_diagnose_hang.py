@@ -74,23 +74,37 @@ def hang_rack(tmp_path_factory):
             list(pool.map(lambda s: hosts.boot(rack, s, lab_dir=LAB_DIR), rack.servers))
         print(f"\n{WORLD} hosts booted in {time.monotonic() - t0:.1f} s")
         for server in rack.servers:
-            _give_torch(lab, server.name)
+            _give_torch(lab, server)
         yield rack, lab
     finally:
         down(rack, lab)
 
 
-def _give_torch(lab: paths.LabPaths, name: str) -> None:
-    """Hard-link torch into the host's upper layer (lab only; see the module doc)."""
-    machine = lab.machine(name)
-    layer = machine / "upper" if (machine / "upper").is_dir() else machine / "root"
-    target = layer / ON_HOST.lstrip("/")
-    target.mkdir(parents=True, exist_ok=True)
-    for part in TORCH_PARTS:
-        source = SITE / part
-        assert source.exists(), f"{source}: the train-test extra (torch) is not installed"
-        subprocess.run(["cp", "-al", str(source), str(target / part)], check=True)
-    shutil.copy(JOB, target / JOB.name)
+def _give_torch(lab: paths.LabPaths, server) -> None:
+    """Hard-link torch into the host's overlay upper layer (lab only; see the module doc). A
+    file added to the upper layer of a mounted overlay shows through once nothing has looked up
+    that path yet (a new folder): checked over SSH; where it does not show (or the host has a
+    copied root), the parts are copied through the host's root instead (slower)."""
+    machine = lab.machine(server.name)
+    upper = machine / "upper"
+    layers = ([upper] if upper.is_dir() else []) + [machine / "root"]
+    for layer in layers:
+        target = layer / ON_HOST.lstrip("/")
+        target.mkdir(parents=True, exist_ok=True)
+        how = "-al" if layer == upper else "-a"
+        for part in TORCH_PARTS:
+            source = SITE / part
+            assert source.exists(), f"{source}: the train-test extra (torch) is not installed"
+            if not (target / part).exists():
+                subprocess.run(["cp", how, str(source), str(target / part)], check=True)
+        shutil.copy(JOB, target / JOB.name)
+        seen = _ssh(
+            lab, server.ip, f"test -f {ON_HOST}/torch/__init__.py -a -f {ON_HOST}/{JOB.name}"
+        )
+        if seen.returncode == 0:
+            print(f"{server.name}: torch in {ON_HOST} ({'hard links' if how == '-al' else 'copy'})")
+            return
+    pytest.fail(f"{server.name}: torch does not show under {ON_HOST} on the host")
 
 
 def _ssh(
