@@ -20,15 +20,12 @@ description:
 extends_documentation_fragment:
   - racksmith.core.racksmith_maas
   - racksmith.core.racksmith_attributes
+  - racksmith.core.racksmith_attributes.maas
 attributes:
-  action_group:
-    description: Use C(group/racksmith.core.maas) in C(module_defaults) to set its defaults.
-    support: full
-    membership:
-      - racksmith.core.maas
   diff_mode:
-    description: Returns no diff; C(actions) says what was (or would be) tagged and untagged.
-    support: none
+    description: Returns the run's machines carrying the tag before and after (in check mode,
+      after is what it would leave).
+    support: full
 options:
   hosts:
     description: The run's hosts (MAAS hostnames), quarantined or not.

@@ -16,16 +16,22 @@ description:
   - Check mode reads every clock and reports what it would set; nothing is sent.
   - "Run it on the controller; it needs the racksmith package."
 options:
+  bmc:
+    description:
+      - Not used - each server's BMC is in C(bmcs); giving it is an error. The other connection
+        options, set here or through C(module_defaults), are every server's defaults.
+    type: str
+    required: false
   bmcs:
     description: Inventory name -> the server's BMC as C(HOST) or C(HOST:PORT).
     type: dict
     required: true
   connections:
     description:
-      - Inventory name -> how to reach that BMC (the inventory's C(redfish_connection)), with
-        any option of M(racksmith.core.redfish_clock) but C(bmc) and C(password), such as
-        C(credentials_file), C(username_env), C(password_env), C(ca_bundle), C(validate_certs)
-        and C(scheme).
+      - Inventory name -> how to reach that BMC (the inventory's C(redfish_connection)), over
+        the module's own connection options - any option of M(racksmith.core.redfish_clock) but
+        C(bmc) and C(password), such as C(credentials_file), C(username_env), C(password_env),
+        C(ca_bundle), C(validate_certs) and C(scheme).
       - Empty values are left out; credentials go by reference only.
     type: dict
     default: {}
@@ -42,12 +48,9 @@ options:
     type: int
     default: 32
 extends_documentation_fragment:
+  - racksmith.core.racksmith_redfish
   - racksmith.core.racksmith_attributes
-attributes:
-  diff_mode:
-    description: Returns each changed server's clock before and after (in check mode, the one it
-      would reach), headed by its name.
-    support: full
+  - racksmith.core.racksmith_attributes.redfish
 """
 
 EXAMPLES = r"""
@@ -85,6 +88,7 @@ from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common im
 
 try:
     from racksmith.redfish import clocks
+    from racksmith.redfish.ansible_support import COMMON_ARGUMENTS
 
     RACKSMITH_IMPORT_ERROR: str | None = None
 except ImportError:
@@ -95,6 +99,8 @@ def main():
     require_racksmith(RACKSMITH_IMPORT_ERROR)
     module = AnsibleModule(
         argument_spec={
+            **COMMON_ARGUMENTS,
+            "bmc": {"type": "str"},  # each server's is in bmcs
             "bmcs": {"type": "dict", "required": True},
             "connections": {"type": "dict", "default": {}},
             "max_skew": {"type": "float", "default": 5.0},
@@ -104,10 +110,15 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if p["bmc"]:
+        module.fail_json(msg="bmc is not used here: name each server's BMC in bmcs")
+        return
+    defaults = {k: p[k] for k in COMMON_ARGUMENTS if k != "bmc"}
     try:
         results = clocks.check_all(
             p["bmcs"],
             p["connections"],
+            defaults=defaults,
             max_skew=p["max_skew"],
             correct=p["correct"],
             check_mode=module.check_mode,

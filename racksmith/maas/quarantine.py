@@ -57,6 +57,9 @@ def sync_tag(
             f"not in MAAS, so not tagged {tag} (never enlisted): {', '.join(unknown)}"
         )
     label = {m.system_id: m.hostname for m in found.values()}
+    before = sorted(n for n, m in found.items() if tag in m.tag_names)
+    after = sorted((set(before) | {label[s] for s in add}) - {label[s] for s in remove})
+    outcome.diff = {"before": {"tagged": before}, "after": {"tagged": after}}
     said = []
     if add:
         said.append(f"tag {tag} on {', '.join(sorted(label[s] for s in add))}")

@@ -57,9 +57,16 @@ def clock_outcome(
     return result
 
 
-def host_params(name: str, bmc: Any, connection: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The module parameters for one server: the options' defaults, then its connection
-    (``None`` and ``''`` values left out, as the playbook's module_defaults did), then its BMC."""
+def host_params(
+    name: str,
+    bmc: Any,
+    connection: Mapping[str, Any] | None,
+    defaults: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The module parameters for one server: the options' defaults, the batch's own settings
+    (``defaults``: the module's connection options, e.g. from ``module_defaults``), then its
+    connection (``None`` and ``''`` values left out, as the playbook's module_defaults did),
+    then its BMC."""
     if not isinstance(bmc, str) or not bmc.strip():
         raise ClockInputError(f"{name}: no BMC address (redfish_bmc) given")
     if connection is not None and not isinstance(connection, Mapping):
@@ -72,7 +79,8 @@ def host_params(name: str, bmc: Any, connection: Mapping[str, Any] | None) -> di
             f"{name}: unknown connection setting(s) {', '.join(unknown)}{hint}; "
             f"known: {', '.join(sorted(CONNECTION_KEYS))}"
         )
-    return {**_DEFAULTS, **given, "bmc": bmc}
+    batch = {k: v for k, v in (defaults or {}).items() if v is not None and k != "bmc"}
+    return {**_DEFAULTS, **batch, **given, "bmc": bmc}
 
 
 def _one(
@@ -116,6 +124,7 @@ def check_all(
     correct: bool = False,
     check_mode: bool = False,
     concurrency: int = DEFAULT_CONCURRENCY,
+    defaults: Mapping[str, Any] | None = None,
     one: Callable[..., dict[str, Any]] = _one,
 ) -> dict[str, dict[str, Any]]:
     """Every server's clock result, by inventory name (``bmcs``: name -> BMC address;
@@ -133,7 +142,7 @@ def check_all(
     jobs: dict[str, dict[str, Any]] = {}
     for name, bmc in bmcs.items():
         try:
-            jobs[name] = host_params(name, bmc, connections.get(name))
+            jobs[name] = host_params(name, bmc, connections.get(name), defaults)
         except ClockInputError as exc:
             results[name] = {"failed": True, "changed": False, "msg": str(exc), "bmc": str(bmc)}
     if jobs:

@@ -37,6 +37,7 @@ def test_the_prepare_job_tags_exactly_the_quarantined_machines_of_the_run(sim, c
 
     first = quarantine.sync_tag(client, scope=run, quarantined=["sim-0002", "gone09"])
     assert first.actions == [f"tag {TAG} on sim-0002"]
+    assert first.diff == {"before": {"tagged": []}, "after": {"tagged": ["sim-0002"]}}
     assert first.warnings == [f"not in MAAS, so not tagged {TAG} (never enlisted): gone09"]
     tags = libmaas_tags(sim)
     assert {h for h, t in tags.items() if TAG in t} == {"sim-0002", "sim-0005"}
@@ -49,6 +50,7 @@ def test_the_prepare_job_tags_exactly_the_quarantined_machines_of_the_run(sim, c
         f"would tag {TAG} on sim-0003, sim-0004",
         f"would take {TAG} off sim-0002",
     ]
+    assert plan.diff["after"] == {"tagged": ["sim-0003", "sim-0004"]}
     assert {h for h, t in libmaas_tags(sim).items() if TAG in t} == {"sim-0002", "sim-0005"}
     second = quarantine.sync_tag(client, scope=run, quarantined=["sim-0003", "sim-0004"])
     assert second.changed and len(second.actions) == 2
