@@ -30,8 +30,9 @@ _AREAS: tuple[tuple[str, str, str], ...] = (
     ("triage", "racksmith.triage.cli", "name the cause of each failed host and write tickets"),
     ("golden", "racksmith.triage.golden_cli", "rank the golden set and pick hosts for a job"),
     ("bisect", "racksmith.triage.bisect_cli", "find the bad hosts of a failing multi-node job"),
-    ("diagnose", "racksmith.diagnose.cli", "hung or slow training: name the ranks and hosts"),
-    ("restart-plan", "racksmith.diagnose.restart_cli",
+    ("diagnose", "racksmith.triage.diagnose.cli",
+     "hung or slow training: name the ranks and hosts"),
+    ("restart-plan", "racksmith.triage.diagnose.restart_cli",
      "after a crash: the N best hosts to restart on, and why the others are out"),
     ("run", "racksmith.run.cli", "run site or reprovision through ansible-runner, live table"),
 )

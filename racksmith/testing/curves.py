@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from racksmith.diagnose.mfu import Sample
+from racksmith.triage.diagnose.mfu import Sample
 
 #: The healthy H200 smoke test's median MFU and relative noise (measured, see above).
 BASE = 0.445

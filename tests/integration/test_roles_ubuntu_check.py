@@ -469,7 +469,8 @@ EXPECTED = {
             "nvidia-tesla-535-smi",
             "libnvidia-tesla-535-cuda1",
             "libnvidia-tesla-535-ml1",
-            "libnvidia-tesla-535-cfg1",  # nvidia-persistenced's cfg library, of the driver's version
+            # nvidia-persistenced's cfg library, of the driver's version
+            "libnvidia-tesla-535-cfg1",
             "nvidia-tesla-535-kernel-dkms",
             "linux-headers-6.1.0-28-amd64",
             "nvidia-persistenced",

@@ -1,4 +1,5 @@
-"""racksmith.diagnose.hang, probe and collect on recorded real data (tests/fixtures/diagnose/).
+"""racksmith.triage.diagnose.hang, probe and collect on recorded real data
+(tests/fixtures/diagnose/).
 
 The recording is a real 4-rank gloo job in which rank 2 stopped before a collective; the
 probe's real output for it is split per rank into four "hosts" here, which is exactly what
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from racksmith.diagnose import collect, probe
-from racksmith.diagnose.hang import (
+from racksmith.triage.diagnose import collect, probe
+from racksmith.triage.diagnose.hang import (
     ProbeError,
     analyse,
     parse_flight_recorder,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from racksmith.diagnose import metrics
-from racksmith.diagnose.mfu import HEALTHY, INSUFFICIENT, MATCHED, UNKNOWN, Sample, diagnose
 from racksmith.testing.curves import BASE, SHAPES, generate
+from racksmith.triage.diagnose import metrics
+from racksmith.triage.diagnose.mfu import HEALTHY, INSUFFICIENT, MATCHED, UNKNOWN, Sample, diagnose
 
 REPO = Path(__file__).resolve().parents[3]
 X1 = REPO / "tests" / "fixtures" / "h200-x1-run"
@@ -176,9 +176,9 @@ def test_baseline_from_a_load_report_needs_its_smoke_figures(tmp_path):
 
 
 def test_every_evidence_kind_is_a_health_check_or_a_joined_source():
-    from racksmith.diagnose.mfu import PATTERNS
     from racksmith.health.checks import all_checks
     from racksmith.triage.causes import cause
+    from racksmith.triage.diagnose.mfu import PATTERNS
 
     known = set(all_checks()) | {"history", "ufm"}
     for p in PATTERNS.values():

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from racksmith.diagnose.restart import QuickOutcome, plan, quick_outcome, suspects_of
 from racksmith.testing.inventory import write_inventory
+from racksmith.triage.diagnose.restart import QuickOutcome, plan, quick_outcome, suspects_of
 from racksmith.triage.history import HostRun, RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quick_hosts import REPO, check_command, make_hosts, profile, racksmith
 
 HOSTS = {"h1": None, "h2": None, "h3": "thermal-slowdown", "h4": None, "h5": "pcie-x4", "h6": None}
-#: The shape ``racksmith diagnose hang --json`` prints (racksmith.diagnose.hang.HangReport),
+#: The shape ``racksmith diagnose hang --json`` prints (racksmith.triage.diagnose.hang.HangReport),
 #: written here by hand: rank 5 on h2 stopped before the collective the others wait in.
 HANG = {
     "schema": "racksmith.diagnose.hang/v1",

@@ -11,8 +11,8 @@ import importlib
 
 #: (command, module) in the order ``--help`` lists them.
 COMMANDS: tuple[tuple[str, str], ...] = (
-    ("hang", "racksmith.diagnose.hang_cli"),
-    ("mfu", "racksmith.diagnose.mfu_cli"),
+    ("hang", "racksmith.triage.diagnose.hang_cli"),
+    ("mfu", "racksmith.triage.diagnose.mfu_cli"),
 )
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from racksmith.diagnose.collect import InventoryError, Target, resolve
 from racksmith.errors import UsageError
+from racksmith.triage.diagnose.collect import InventoryError, Target, resolve
 
 
 def add_options(parser: argparse.ArgumentParser, what: str) -> None:

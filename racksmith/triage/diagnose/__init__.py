@@ -1,7 +1,8 @@
 """When training goes wrong on the golden set: find the hung rank's host, read the MFU curve,
 and plan the restart on the best hosts (issue 26).
 
-A service beside racksmith.triage (whose tickets it files). One module per concern; the
+Part of racksmith.triage (training diagnosis, as the architecture places it: it files its
+tickets through the triage and ranks hosts with its golden history). One module per concern; the
 analyses are pure (documents in, typed reports out) and the I/O sits at the edges:
 
 - ``hang``: group a hung job's ranks by Python stack and by flight-recorder collective

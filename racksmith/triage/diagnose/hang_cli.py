@@ -18,12 +18,12 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from racksmith.diagnose import collect
-from racksmith.diagnose.hang import HangReport, analyse, summary
 from racksmith.errors import UsageError
 from racksmith.optionspec import seconds, set_examples
 from racksmith.secrets import SecretError, expand_path, read_credentials_file
 from racksmith.triage.classify import Diagnosis, HostEvidence, Line, classify
+from racksmith.triage.diagnose import collect
+from racksmith.triage.diagnose.hang import HangReport, analyse, summary
 from racksmith.triage.tickets import write_tickets
 
 HELP = "name the rank, GPU and host that stopped a hung training job"

@@ -78,7 +78,8 @@ class Sample:
 @dataclass(frozen=True)
 class Pattern:
     """A known shape: what it is, what causes it in the field, and which evidence about the
-    run's hosts tells the causes apart (names of :mod:`racksmith.diagnose.evidence` kinds)."""
+    run's hosts tells the causes apart (names of :mod:`racksmith.triage.diagnose.evidence`
+    kinds)."""
 
     name: str
     title: str

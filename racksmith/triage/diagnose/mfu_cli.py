@@ -15,10 +15,10 @@ import json
 import sys
 from pathlib import Path
 
-from racksmith.diagnose import evidence, hostsel, metrics
-from racksmith.diagnose.mfu import HEALTHY, Diagnosis, diagnose
 from racksmith.errors import UsageError
 from racksmith.optionspec import count, positive_int
+from racksmith.triage.diagnose import evidence, hostsel, metrics
+from racksmith.triage.diagnose.mfu import HEALTHY, Diagnosis, diagnose
 
 HELP = "classify a per-step MFU curve and name the hosts to look at first"
 SCHEMA = "racksmith.diagnose.mfu/v1"

@@ -8,9 +8,10 @@ stuck rank shows another stack, or is a collective behind. This module groups th
 stack signature and by their flight recorder's collective sequence numbers, and names the ranks
 outside the majority, with their host and GPU, and every host that did not answer.
 
-Pure: the probe's documents (racksmith.diagnose.probe, one per host) in, a :class:`HangReport`
-out. Fail closed: a host that did not answer, a process whose stacks could not be read, a rank
-the job has that no host showed, or a split with no majority is said as such, never dropped.
+Pure: the probe's documents (racksmith.triage.diagnose.probe, one per host) in, a
+:class:`HangReport` out. Fail closed: a host that did not answer, a process whose stacks
+could not be read, a rank the job has that no host showed, or a split with no majority is
+said as such, never dropped.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _KERNEL_PATTERNS = re.compile(
 
 
 class ProbeError(ValueError):
-    """A probe document that is not what racksmith.diagnose.probe prints."""
+    """A probe document that is not what racksmith.triage.diagnose.probe prints."""
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from racksmith.diagnose import hostsel, restart
 from racksmith.errors import UsageError
 from racksmith.optionspec import positive_int, seconds
 from racksmith.triage import history, rank
+from racksmith.triage.diagnose import hostsel, restart
 
 #: Where the health role ships the agent (roles/health/defaults: health_agent_dir + /current).
 AGENT_PATH = "/opt/racksmith/agent/current"

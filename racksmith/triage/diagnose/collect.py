@@ -5,7 +5,7 @@ Hosts come from an Ansible inventory and a ``--limit`` pattern, resolved by
 plugins and their credentials included, names the same hosts with the same connection
 variables). Each host gets one SSH session (``ansible_host``, ``ansible_user``, ``ansible_port``,
 ``ansible_ssh_private_key_file``, ``ansible_ssh_common_args``; ``ansible_connection: local``
-runs on this machine) that feeds racksmith.diagnose.probe to the host's ``python3`` on stdin,
+runs on this machine) that feeds racksmith.triage.diagnose.probe to the host's ``python3`` on stdin,
 under ``sudo -n`` unless the user is root (reading another user's process needs root and
 ptrace). A host without py-spy gets the controller's (a static binary) copied to
 ``/var/tmp/racksmith/py-spy`` first, once.
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from racksmith.diagnose.hang import HostProbe, parse_probe, unanswered
+from racksmith.triage.diagnose.hang import HostProbe, parse_probe, unanswered
 
 PROBE_SOURCE = Path(__file__).with_name("probe.py")
 #: Where a host gets the controller's py-spy when it has none of its own.

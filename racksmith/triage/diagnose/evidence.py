@@ -4,7 +4,7 @@ to look at first.
 Why: a slow run of 512 GPUs is one slow host; the curve says *what kind* of fault (clocks,
 links, GPUDirect), and the health reports of the last racksmith run and the health history
 say *where* such a fault was already seen. Each pattern names the evidence kinds that tell
-its causes apart (:attr:`racksmith.diagnose.mfu.Pattern.look_at`): health checks by name
+its causes apart (:attr:`racksmith.triage.diagnose.mfu.Pattern.look_at`): health checks by name
 (``clock_events``, ``pcie``, ``ib_counters``, ...) read from the run directory's
 ``health/<host>/quick.json`` and ``load-report.json``, and ``history``, the host's failed runs
 in ``history.jsonl`` with their named causes, and ``ufm``, the links of the host's HCAs in the
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from racksmith.diagnose.mfu import Match
+from racksmith.triage.diagnose.mfu import Match
 from racksmith.triage.history import RunRecord, runs_by_host
 
 #: Weight of a finding when ordering hosts: a failed check counts more than a warning.

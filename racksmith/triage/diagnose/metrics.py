@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from racksmith.diagnose.mfu import Sample
+from racksmith.triage.diagnose.mfu import Sample
 
 MFU = "mfu"
 TOKENS_PER_S = "tokens/s"

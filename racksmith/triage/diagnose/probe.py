@@ -15,7 +15,7 @@ racksmith. It prints exactly one JSON document on stdout:
   as a pickle that may hold only plain containers (anything else is refused, never executed);
 - the kernel log's last lines (``dmesg``, else ``journalctl -k``).
 
-Nothing here decides anything: racksmith.diagnose.hang reads this document on the controller.
+Nothing here decides anything: racksmith.triage.diagnose.hang reads this document on the controller.
 Every step has its own timeout and a step that fails says why in the document; the script
 never raises past ``main``.
 """
