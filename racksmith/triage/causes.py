@@ -96,6 +96,9 @@ _TABLE = (
           "Rerun validate for the host; if the figure stays low, bisect the job's hosts."),
     Cause("health_undecided", "Health checks could not decide", Action.RETRY,
           "Find why the check could not run (see the evidence); the host is not fit until it can."),
+    Cause("training_hang", "A training rank stopped where the others did not (hang)", Action.RETRY,
+          "Leave the host out of the restart (racksmith restart-plan), then rerun validate on it;"
+          " the evidence quotes where its rank stopped."),
     Cause("site_config", "No hardware expectation for the server's model", Action.RETRY,
           "Add the model to racksmith_expected_hardware (GPU count and model), then rerun."),
     Cause("unclassified", "No rule recognised the failure", Action.INVESTIGATE,

@@ -85,6 +85,8 @@ _PHASE_FALLBACK = {
     "reprovision": "deploy_failed",
     "configure": "configure_failed",
     "validate": "health_undecided",
+    # racksmith diagnose hang: a rank outside the majority with no more specific evidence
+    "diagnose": "training_hang",
 }
 
 _ORDER = {name: i for i, name in enumerate(CAUSES)}

@@ -282,3 +282,16 @@ def test_a_real_probe_on_an_h200_names_the_rank_s_gpu_and_reads_native_frames():
     assert [c.last_enqueued for c in rank.collectives] == [5]
     report = analyse([host])
     assert report.decided and report.suspects == () and report.named_hosts == ()
+
+
+def test_the_hung_rank_s_host_is_filed_as_a_training_hang():
+    """The ticket names a cause an operator acts on, not 'unclassified': the recorded rank 2
+    (host gpu-c) is filed as training_hang, with its rank's reasons and stack as evidence."""
+    from racksmith.triage.classify import classify
+    from racksmith.triage.diagnose.hang_cli import evidence
+
+    report = analyse(_probes(_per_host(_doc())))
+    (record,) = evidence(report, {})
+    diagnosis = classify(record)
+    assert (diagnosis.host, diagnosis.cause.name) == ("gpu-c", "training_hang")
+    assert any(line.source == "hang" and "rank 2" in line.text for line in diagnosis.evidence)
