@@ -58,7 +58,7 @@ def test_a_wait_longer_than_the_budget_is_refused_before_sending(tmp_path):
     with pytest.raises(pacing.PacingTimeout, match="would hold it 60s, longer than the 5s left"):
         pacing.wait_turn(pace, "b", budget=5, now=lambda: clock[0], sleep=lambda s: None)
     waits: list[float] = []
-    clock[0] += 200.0  # later on, the slots are free again (a refused wait used one up)
+    clock[0] += 200.0  # later on, the slots are free again (a refused wait takes no slot)
     assert pacing.wait_turn(pace, "c", now=lambda: clock[0], sleep=waits.append) == 0.0
 
 
