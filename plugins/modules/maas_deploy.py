@@ -79,15 +79,13 @@ triage:
   returned: failure
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    RacksmithImports,
     machine_diff,
-    require_racksmith,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.maas import lifecycle
     from racksmith.maas.ansible import (
         BOOT_DISK_ARGS,
@@ -100,10 +98,6 @@ try:
         run,
     )
     from racksmith.maas.errors import MachineStateError
-
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def step(module: AnsibleModule, client):
@@ -134,7 +128,7 @@ def step(module: AnsibleModule, client):
 
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

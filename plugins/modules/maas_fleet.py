@@ -191,16 +191,15 @@ rounds:
 """
 
 import threading
-import traceback
 from collections import Counter
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    RacksmithImports,
     machine_diff,
-    require_racksmith,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.maas import fleet, lifecycle, machines
     from racksmith.maas.ansible import (
         BOOT_DISK_ARGS,
@@ -216,10 +215,6 @@ try:
     from racksmith.maas.errors import MaasConfigError, MaasError
     from racksmith.maas.machines import MachineSpec
     from racksmith.maas.progress import ProgressWriter, default_path
-
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def fleet_hosts(p: dict) -> list:
@@ -295,7 +290,7 @@ def with_diff(op, diffs: dict):
 
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

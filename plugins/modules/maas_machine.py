@@ -141,15 +141,13 @@ triage:
   returned: failure
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    RacksmithImports,
     machine_diff,
-    require_racksmith,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.maas import lifecycle, machines
     from racksmith.maas.ansible import (
         BOOT_DISK_ARGS,
@@ -163,10 +161,6 @@ try:
     )
     from racksmith.maas.errors import MaasConfigError
     from racksmith.maas.machines import MachineSpec, Outcome
-
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def spec_from(p: dict) -> MachineSpec:
@@ -225,7 +219,7 @@ def act(module: AnsibleModule, client) -> Outcome:
 
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

@@ -59,24 +59,18 @@ actions:
   returned: always
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
-    require_racksmith,
+    RacksmithImports,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.maas import quarantine
     from racksmith.maas.ansible import CONNECTION_ARGS, WAIT_ARGS, run
 
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
-
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

@@ -56,15 +56,13 @@ machine:
   returned: when the machine exists
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    RacksmithImports,
     machine_diff,
-    require_racksmith,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.maas import lifecycle
     from racksmith.maas.ansible import (
         CONNECTION_ARGS,
@@ -75,10 +73,6 @@ try:
         run,
     )
     from racksmith.maas.errors import MachineStateError
-
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 def step(module: AnsibleModule, client):
@@ -99,7 +93,7 @@ def step(module: AnsibleModule, client):
 
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **CONNECTION_ARGS,

@@ -79,24 +79,18 @@ counts:
   returned: always
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
-    require_racksmith,
+    RacksmithImports,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.redfish import clocks
     from racksmith.redfish.ansible_support import COMMON_ARGUMENTS
 
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
-
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **COMMON_ARGUMENTS,

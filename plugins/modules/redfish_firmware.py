@@ -113,25 +113,19 @@ error_kind:
   returned: failure
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    RacksmithImports,
     diff,
-    require_racksmith,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.redfish import update
     from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
 
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
-
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     entry = {
         "component": {"type": "str", "required": True},
         "version": {"type": "str", "required": True},

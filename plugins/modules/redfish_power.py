@@ -66,21 +66,15 @@ error_kind:
   returned: failure
 """
 
-import traceback
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.racksmith.core.plugins.module_utils.racksmith_common import (
+    RacksmithImports,
     diff,
-    require_racksmith,
 )
 
-try:
+with RacksmithImports() as RACKSMITH:
     from racksmith.redfish import actions
     from racksmith.redfish.ansible_support import COMMON_ARGUMENTS, run
-
-    RACKSMITH_IMPORT_ERROR: str | None = None
-except ImportError:
-    RACKSMITH_IMPORT_ERROR = traceback.format_exc()
 
 
 # The power state each goal ends in: what check mode's diff predicts.
@@ -88,7 +82,7 @@ _GOAL_STATE = {"on": "On", "cycle": "On", "restart": "On", "off": "Off", "gracef
 
 
 def main():
-    require_racksmith(RACKSMITH_IMPORT_ERROR)
+    RACKSMITH.require()
     module = AnsibleModule(
         argument_spec={
             **COMMON_ARGUMENTS,

@@ -156,9 +156,12 @@ def test_action_is_documented_by_its_module_and_needs_no_racksmith(path):
 def test_module_imports_racksmith_only_inside_the_guard(path):
     tree = ast.parse(path.read_text())
     guarded: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Try) and any(
-            getattr(h.type, "id", None) == "ImportError" for h in node.handlers
+    for node in tree.body:  # with RacksmithImports() as RACKSMITH: (module_utils/racksmith_common)
+        if isinstance(node, ast.With) and any(
+            getattr(item.context_expr, "func", None) is not None
+            and getattr(item.context_expr.func, "id", None) == "RacksmithImports"
+            and getattr(item.optional_vars, "id", None) == "RACKSMITH"
+            for item in node.items
         ):
             guarded |= {id(n) for n in ast.walk(node)}
     imports = [
@@ -167,10 +170,25 @@ def test_module_imports_racksmith_only_inside_the_guard(path):
         if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "racksmith"
     ]
     assert imports, "a racksmith module that does not use racksmith?"
-    assert all(id(n) in guarded for n in imports), "racksmith imported outside try/ImportError"
+    assert all(id(n) in guarded for n in imports), (
+        "racksmith imported outside the RacksmithImports guard"
+    )
     main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
     first = main.body[0]
-    assert ast.unparse(first) == "require_racksmith(RACKSMITH_IMPORT_ERROR)"
+    assert ast.unparse(first) == "RACKSMITH.require()"
+
+
+def test_racksmith_imports_guard_keeps_an_import_error_and_raises_anything_else():
+    guard_type = _module_utils().RacksmithImports
+    with guard_type() as guard:
+        import racksmith  # noqa: F401  (present here: nothing kept)
+    assert guard.error is None
+    with guard_type() as guard:
+        import racksmith_absent_for_the_guard_test  # noqa: F401
+    assert guard.error.startswith("Traceback")
+    assert "racksmith_absent_for_the_guard_test" in guard.error
+    with pytest.raises(ZeroDivisionError), guard_type():
+        1 / 0  # noqa: B018  (not an ImportError: raised as usual)
 
 
 # -- running modules ----------------------------------------------------------------------------
