@@ -19,7 +19,9 @@ from racksmith.lab.maassim.state import Store
 from racksmith.maas.auth import ApiKey, Credentials
 from racksmith.maas.client import MaasClient
 from racksmith.maas.clock import ScaledClock
+from racksmith.maas.fleet import FleetHost
 from racksmith.maas.lifecycle import WaitPolicy
+from racksmith.maas.machines import MachineSpec
 
 SPEED = 3000.0
 API = "api/2.0/"
@@ -99,3 +101,25 @@ ROOMY = {
 @pytest.fixture
 def policy():
     return WaitPolicy.build(clock=ScaledClock(SPEED), budget_minutes=ROOMY)
+
+
+def _fleet_host(n: int) -> FleetHost:
+    """Batch host number ``n``: ``gpuNN``, a MAC and a BMC address of its own (nothing listens
+    there: the simulator only records the power parameters)."""
+    mac = f"02:5B:00:{n:02X}:01:00"
+    spec = MachineSpec(
+        hostname=f"gpu{n:02d}",
+        pxe_mac=mac,
+        power_parameters={
+            "power_address": f"127.0.0.1:{9000 + n}",
+            "power_user": "root",
+            "power_pass": "calvin",
+        },
+    )
+    return FleetHost(name=f"gpu{n:02d}", pxe_mac=mac, spec=spec)
+
+
+@pytest.fixture
+def fleet_host():
+    """The builder of batch hosts (``fleet_host(n)``) that the fleet and pacing tests share."""
+    return _fleet_host

@@ -12,26 +12,11 @@ import pytest
 
 from racksmith.maas import fleet
 from racksmith.maas.errors import MaasConfigError
-from racksmith.maas.fleet import FleetHost, Progress
+from racksmith.maas.fleet import Progress
 from racksmith.maas.lifecycle import DeployOptions, WaitPolicy
-from racksmith.maas.machines import MachineSpec
 from racksmith.maas.storage import BootDiskRule
 
 BOSS = BootDiskRule.from_dict({"model": "DELLBOSS*"})
-
-
-def host(n: int) -> FleetHost:
-    mac = f"02:5B:00:{n:02X}:01:00"
-    spec = MachineSpec(
-        hostname=f"gpu{n:02d}",
-        pxe_mac=mac,
-        power_parameters={
-            "power_address": f"127.0.0.1:{9000 + n}",
-            "power_user": "root",
-            "power_pass": "calvin",
-        },
-    )
-    return FleetHost(name=f"gpu{n:02d}", pxe_mac=mac, spec=spec)
 
 
 class Clients:
@@ -65,8 +50,8 @@ def fault(sim, name, *faults):
         sim.store.set_faults(m, list(faults), [])
 
 
-def test_enlist_and_deploy_all_at_once_then_rerun_changes_nothing(sim, policy):
-    hosts = [host(n) for n in range(1, 13)]
+def test_enlist_and_deploy_all_at_once_then_rerun_changes_nothing(sim, fleet_host, policy):
+    hosts = [fleet_host(n) for n in range(1, 13)]
     enlist, _, _ = batch(sim, hosts, fleet.ready_operation(BOSS), policy, phase="enlist")
     assert enlist.failed == [] and all(r.changed for r in enlist.results.values())
     assert {r.machine["status_name"] for r in enlist.results.values()} == {"Ready"}
@@ -92,8 +77,8 @@ def test_enlist_and_deploy_all_at_once_then_rerun_changes_nothing(sim, policy):
     assert not enlist_again.changed
 
 
-def test_failures_mid_batch_are_named_once_and_do_not_stop_the_others(sim, policy):
-    hosts = [host(n) for n in range(1, 9)]
+def test_failures_mid_batch_are_named_once_and_do_not_stop_the_others(sim, fleet_host, policy):
+    hosts = [fleet_host(n) for n in range(1, 9)]
     batch(sim, hosts, fleet.ready_operation(BOSS), policy)
     fault(sim, "gpu03", "deploy_fails")
     fault(sim, "gpu06", "deploy_timeout")
@@ -115,8 +100,8 @@ def test_failures_mid_batch_are_named_once_and_do_not_stop_the_others(sim, polic
     assert "efibootmgr" in again.results["gpu03"].cause
 
 
-def test_client_budget_cuts_the_shared_wait_short_and_aborts(sim, policy):
-    hosts = [host(n) for n in range(1, 4)]
+def test_client_budget_cuts_the_shared_wait_short_and_aborts(sim, fleet_host, policy):
+    hosts = [fleet_host(n) for n in range(1, 4)]
     batch(sim, hosts, fleet.ready_operation(BOSS), policy)
     for name in ("gpu01", "gpu02", "gpu03"):
         fault(sim, name, "deploy_timeout")
@@ -128,8 +113,8 @@ def test_client_budget_cuts_the_shared_wait_short_and_aborts(sim, policy):
         assert "aborted" in result.cause
 
 
-def test_max_in_flight_bounds_the_hosts_installing_together(sim, policy):
-    hosts = [host(n) for n in range(1, 7)]
+def test_max_in_flight_bounds_the_hosts_installing_together(sim, fleet_host, policy):
+    hosts = [fleet_host(n) for n in range(1, 7)]
     batch(sim, hosts, fleet.ready_operation(BOSS), policy)
     run, _, seen = batch(
         sim, hosts, fleet.deploy_operation(DeployOptions()), policy, max_in_flight=2
@@ -140,26 +125,26 @@ def test_max_in_flight_bounds_the_hosts_installing_together(sim, policy):
     assert any(p.counts.get("queued", 0) >= 3 for p in seen)
 
 
-def test_unknown_machine_and_bad_batches_fail_closed(sim, policy):
-    run, _, _ = batch(sim, [host(1)], fleet.deploy_operation(DeployOptions()), policy)
+def test_unknown_machine_and_bad_batches_fail_closed(sim, fleet_host, policy):
+    run, _, _ = batch(sim, [fleet_host(1)], fleet.deploy_operation(DeployOptions()), policy)
     assert run.failed == ["gpu01"]
     assert "run the enlist phase first" in run.results["gpu01"].msg
     with pytest.raises(MaasConfigError, match="more than once"):
         fleet.run(
-            [host(1), host(1)],
+            [fleet_host(1), fleet_host(1)],
             fleet.deploy_operation(DeployOptions()),
             connect=sim.client,
             policy=policy,
         )
     with pytest.raises(MaasConfigError, match="max_in_flight"):
         fleet.run(
-            [host(1)],
+            [fleet_host(1)],
             fleet.deploy_operation(DeployOptions()),
             connect=sim.client,
             policy=policy,
             max_in_flight=0,
         )
-    assert "calvin" not in repr(host(1))
+    assert "calvin" not in repr(fleet_host(1))
 
 
 def test_progress_line():
@@ -176,8 +161,10 @@ def test_progress_line():
 _MACHINE_GET = re.compile(r'"GET /MAAS/api/2\.0/machines/(\w+)/ ')
 
 
-def test_when_the_shared_read_fails_hosts_read_their_own_machine(sim, policy, monkeypatch, caplog):
-    hosts = [host(n) for n in range(1, 5)]
+def test_when_the_shared_read_fails_hosts_read_their_own_machine(
+    sim, fleet_host, policy, monkeypatch, caplog
+):
+    hosts = [fleet_host(n) for n in range(1, 5)]
     batch(sim, hosts, fleet.ready_operation(BOSS), policy)
     with sim.client() as reader:  # one failed batch read: those machines are simply left out
         sim.store.add_http_fault(status=500, path="/machines/", method="GET")

@@ -18,9 +18,7 @@ from racksmith import pacing
 from racksmith.maas import ansible as maas_ansible
 from racksmith.maas import fleet, lifecycle
 from racksmith.maas.errors import MaasConfigError, PacingRefused
-from racksmith.maas.fleet import FleetHost
 from racksmith.maas.lifecycle import DeployOptions, ReleaseOptions, WaitPolicy
-from racksmith.maas.machines import MachineSpec
 from racksmith.maas.model import NodeStatus
 from racksmith.maas.storage import BootDiskRule
 
@@ -41,20 +39,6 @@ def sent(caplog) -> dict[str, list[float]]:
     return {op: sorted(times) for op, times in out.items()}
 
 
-def host(n: int) -> FleetHost:
-    mac = f"02:5C:00:{n:02X}:01:00"
-    spec = MachineSpec(
-        hostname=f"gpu{n:02d}",
-        pxe_mac=mac,
-        power_parameters={
-            "power_address": f"127.0.0.1:{9100 + n}",
-            "power_user": "root",
-            "power_pass": "calvin",
-        },
-    )
-    return FleetHost(name=f"gpu{n:02d}", pxe_mac=mac, spec=spec)
-
-
 def paced(policy, tmp_path, per_minute=FAST, *, default_budgets=False):
     """The conftest's policy (roomy budgets, the simulator's clock) with a pace of its own;
     ``default_budgets``: MAAS's own budgets (commissioning 45 min = 0.9 s at x3000)."""
@@ -71,12 +55,14 @@ def served(caplog):
     return caplog
 
 
-def test_a_batch_commissions_deploys_and_releases_one_slot_apart(sim, policy, tmp_path, served):
+def test_a_batch_commissions_deploys_and_releases_one_slot_apart(
+    sim, fleet_host, policy, tmp_path, served
+):
     """Four hosts in flight at once (maas_fleet's threads): MAAS receives their commission,
     deploy and release requests a second apart, not in one burst."""
     roomy = policy
     policy = paced(roomy, tmp_path)
-    hosts = [host(n) for n in range(1, 5)]
+    hosts = [fleet_host(n) for n in range(1, 5)]
     for op in (fleet.ready_operation(BOSS), fleet.deploy_operation(DeployOptions())):
         run = fleet.run(hosts, op, connect=sim.client, policy=policy)
         assert run.failed == [], run.results
@@ -94,7 +80,7 @@ def test_a_batch_commissions_deploys_and_releases_one_slot_apart(sim, policy, tm
     # and without pacing the same batch arrives together: the gaps above are the pacing's
     unpaced = paced(roomy, tmp_path, 0.0)
     served.clear()
-    more = [host(n) for n in range(5, 9)]
+    more = [fleet_host(n) for n in range(5, 9)]
     assert (
         fleet.run(more, fleet.ready_operation(BOSS), connect=sim.client, policy=unpaced).failed
         == []
@@ -104,7 +90,7 @@ def test_a_batch_commissions_deploys_and_releases_one_slot_apart(sim, policy, tm
 
 
 def test_a_wait_past_the_budget_is_refused_before_anything_is_sent(
-    sim, client, policy, tmp_path, served
+    sim, fleet_host, client, policy, tmp_path, served
 ):
     """One a minute, and someone just took the slot: the next is 60 s away, longer than the
     commissioning budget (45 MAAS minutes = 0.9 s at this simulator's speed). The machine's
@@ -113,20 +99,25 @@ def test_a_wait_past_the_budget_is_refused_before_anything_is_sent(
     policy = paced(policy, tmp_path, 1.0, default_budgets=True)
     taken = pacing.take_slot(policy.pace)
     with pytest.raises(PacingRefused, match=r"commission of gpu01 .*would hold it 60s.*not sent"):
-        lifecycle.ensure_ready(client, host(1).spec, BOSS, policy)
+        lifecycle.ensure_ready(client, fleet_host(1).spec, BOSS, policy)
     assert "commission" not in sent(served)
     (machine,) = sim.store.machines.values()
     assert machine.state is NodeStatus.NEW
     assert float(policy.pace.state_file.read_text()) == pytest.approx(taken, abs=1e-5)
 
 
-def test_a_refusal_fails_that_host_of_the_batch_with_the_reason(sim, policy, tmp_path, served):
+def test_a_refusal_fails_that_host_of_the_batch_with_the_reason(
+    sim, fleet_host, policy, tmp_path, served
+):
     """In a batch the refusal is the host's failure, named; the hosts whose slot fitted go on."""
     # One a minute: the first host's slot is now, every other one's a minute away, far past
     # the commissioning budget (45 MAAS minutes = 0.9 s at this simulator's speed): refused.
     policy = paced(policy, tmp_path, 1.0, default_budgets=True)
     run = fleet.run(
-        [host(1), host(2), host(3)], fleet.ready_operation(BOSS), connect=sim.client, policy=policy
+        [fleet_host(1), fleet_host(2), fleet_host(3)],
+        fleet.ready_operation(BOSS),
+        connect=sim.client,
+        policy=policy,
     )
     refused = {name: r.msg for name, r in run.results.items() if r.failed}
     assert len(refused) == 2 and len(sent(served)["commission"]) == 1
