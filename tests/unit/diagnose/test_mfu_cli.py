@@ -29,6 +29,19 @@ def write_jsonl(path: Path, samples) -> Path:
     return path
 
 
+def mfu(curve: Path, *args: str) -> subprocess.CompletedProcess:
+    """``racksmith diagnose mfu CURVE --expected-mfu BASE ARGS...``: a generated curve measured
+    against the MFU the generator centres its curves on."""
+    return racksmith("diagnose", "mfu", str(curve), "--expected-mfu", str(BASE), *args)
+
+
+def hosts_file(tmp_path: Path, *names: str) -> Path:
+    """A ``--hosts`` file: ``names``, one a line."""
+    path = tmp_path / "hosts.txt"
+    path.write_text("".join(f"{name}\n" for name in names))
+    return path
+
+
 def test_real_smoke_log_is_healthy_against_the_other_runs_load_report():
     proc = racksmith(
         "diagnose",
@@ -68,22 +81,11 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
         },
     )
     (run_dir.parent / "history.jsonl").write_text(history.to_json() + "\n")
-    hosts = tmp_path / "hosts.txt"
-    hosts.write_text("h1\nh2\nh3\n")
+    hosts = hosts_file(tmp_path, "h1", "h2", "h3")
     curve = write_jsonl(tmp_path / "steps.jsonl", generate("clock_throttle", seed=3))
 
-    args = [
-        "diagnose",
-        "mfu",
-        str(curve),
-        "--expected-mfu",
-        str(BASE),
-        "--hosts",
-        str(hosts),
-        "--run-dir",
-        str(run_dir),
-    ]
-    proc = racksmith(*args, "--json")
+    args = ["--hosts", str(hosts), "--run-dir", str(run_dir)]
+    proc = mfu(curve, *args, "--json")
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     assert [p["pattern"] for p in doc["patterns"]] == ["clock_throttle"]
@@ -103,7 +105,7 @@ def test_throttling_curve_names_the_host_whose_clocks_throttled(tmp_path):
         in (by_host["h1"]["clean"])
     )
 
-    text = racksmith(*args).stdout
+    text = mfu(curve, *args).stdout
     assert "hosts to look at first: h2, h3" in text
     assert "h3: missing evidence: clock_events" in text
 
@@ -134,18 +136,7 @@ def test_bad_input_exits_2_and_names_it(tmp_path, args, message):
 def test_hosts_from_an_inventory_and_a_limit(tmp_path):
     inv = write_inventory(tmp_path / "inv.yml", {"a1": {}, "a2": {}, "b1": {}})
     curve = write_jsonl(tmp_path / "c.jsonl", generate("gpudirect"))
-    proc = racksmith(
-        "diagnose",
-        "mfu",
-        str(curve),
-        "--expected-mfu",
-        str(BASE),
-        "-i",
-        str(inv),
-        "-l",
-        "a1:a2",
-        "--json",
-    )
+    proc = mfu(curve, "-i", str(inv), "-l", "a1:a2", "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and [p["pattern"] for p in doc["patterns"]] == ["gpudirect"]
     assert sorted(h["host"] for h in doc["hosts"]) == ["a1", "a2"]
@@ -172,21 +163,10 @@ def test_flapping_curve_joined_to_the_ufm_event_triage(tmp_path):
     assert triage.returncode in (0, 1), triage.stderr
     ufm = tmp_path / "ufm.jsonl"
     ufm.write_text(triage.stdout + triage.stderr)  # the ports, then the summary line
-    hosts = tmp_path / "hosts.txt"
-    hosts.write_text("node01\nnode02\nnode03\nnode04\n")
+    hosts = hosts_file(tmp_path, "node01", "node02", "node03", "node04")
     curve = write_jsonl(tmp_path / "c.jsonl", generate("ib_flapping", seed=1))
-    proc = racksmith(
-        "diagnose",
-        "mfu",
-        str(curve),
-        "--expected-mfu",
-        str(BASE),
-        "--hosts",
-        str(hosts),
-        "--ufm",
-        str(ufm),
-        "--json",
-    )
+    args = ["--hosts", str(hosts), "--ufm", str(ufm)]
+    proc = mfu(curve, *args, "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and [p["pattern"] for p in doc["patterns"]] == ["ib_flapping"]
     assert doc["suspect_hosts"] == ["node04"]
@@ -198,15 +178,5 @@ def test_flapping_curve_joined_to_the_ufm_event_triage(tmp_path):
     )
     assert "needs attention: switch down x1" in doc["fabric"]
     ufm.write_text(triage.stdout + "racksmith: something else\n")
-    proc = racksmith(
-        "diagnose",
-        "mfu",
-        str(curve),
-        "--expected-mfu",
-        str(BASE),
-        "--hosts",
-        str(hosts),
-        "--ufm",
-        str(ufm),
-    )
+    proc = mfu(curve, *args)
     assert proc.returncode == 2 and "ufm.jsonl: line 6: not JSON" in proc.stderr
