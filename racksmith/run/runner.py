@@ -42,8 +42,9 @@ DEFAULT_INTERVAL = 30.0
 _REDRAW = 0.5  # seconds between two redraws of the live table
 
 
-#: The report callback by its collection name (the installed layout enables it so).
-CALLBACK = "racksmith.core.racksmith_report"
+#: The report callback and the compiled-template cache by their collection names (the
+#: installed layout enables them so; a checkout's ansible.cfg names both).
+CALLBACK = "racksmith.core.racksmith_report,racksmith.core.template_cache"
 
 
 def repo_root() -> Path:
