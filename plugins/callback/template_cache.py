@@ -240,14 +240,13 @@ def install(directory: str) -> CompileCache:
 
     def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
         plain = name is None and filename is None and not raw and not defer_init
+        key = None
         if plain and isinstance(source, str):
             key = key_for(self, "template", source)
+            if (code := cache.get(key)) is not None:
+                return code
         elif plain and isinstance(source, nodes.Template):
-            key = _expression_key.get()  # set by compile_expression below
-        else:
-            key = None
-        if key is not None and (code := cache.get(key)) is not None:
-            return code
+            key = _expression_key.get()  # compile_expression below looked it up already
         code = plain_compile(self, source, name, filename, raw, defer_init)
         if key is not None and isinstance(code, CodeType):
             cache.put(key, code)

@@ -1,0 +1,109 @@
+"""A playbook gives the same results with the compiled-template cache as without it
+(plugins/callback/template_cache.py, issue 25): role defaults read lazily, loops, conditionals
+with filters and tests, set_fact, a lookup, a failing task's message, forked workers for
+several hosts at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
+
+ROLE_DEFAULTS = """\
+probe_sizes: "{{ [probe_base, probe_base * 2, probe_base * 3] }}"
+probe_label: "{{ inventory_hostname | upper }}-{{ probe_sizes | sum }}"
+probe_base: 4
+"""
+ROLE_TASKS = """\
+- name: Say the label
+  ansible.builtin.debug:
+    msg: "{{ probe_label }}"
+- name: Each size over the first
+  ansible.builtin.debug:
+    msg: "{{ item }} of {{ probe_sizes | length }}"
+  loop: "{{ probe_sizes }}"
+  when: item > probe_sizes | first
+"""
+PLAY = """\
+- name: Templates of every kind, on several hosts at once
+  hosts: all
+  gather_facts: false
+  vars:
+    path: 'C:\\\\new'
+  roles:
+    - probe
+  tasks:
+    - name: A fact from a filter chain
+      ansible.builtin.set_fact:
+        names: "{{ groups['all'] | map('regex_replace', '^h', 'host-') | list }}"
+    - name: A conditional with a test and a lookup
+      ansible.builtin.debug:
+        msg: >-
+          {{ lookup('ansible.builtin.env', 'HOME') | length > 0 }}
+          {{ path | regex_replace('\\\\\\\\', '/') }}
+      when: names is defined and inventory_hostname is match('h[0-9]')
+    - name: A failure says its own message
+      ansible.builtin.fail:
+        msg: "{{ inventory_hostname }} fails with {{ names | length }} names"
+      when: inventory_hostname == 'h2'
+"""
+
+
+def run(tmp_path: Path, callbacks: str) -> dict:
+    roles = tmp_path / "roles" / "probe"
+    (roles / "defaults").mkdir(parents=True, exist_ok=True)
+    (roles / "tasks").mkdir(parents=True, exist_ok=True)
+    (roles / "defaults" / "main.yml").write_text(ROLE_DEFAULTS)
+    (roles / "tasks" / "main.yml").write_text(ROLE_TASKS)
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = tmp_path / "hosts.json"
+    inventory.write_text(json.dumps({"all": {"hosts": {f"h{n}": local for n in (1, 2, 3)}}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
+        ANSIBLE_CALLBACK_PLUGINS=os.pathsep.join(
+            [str(Path(__file__).parent / "callback_plugins"), str(REPO / "plugins" / "callback")]
+        ),
+        ANSIBLE_STDOUT_CALLBACK="results_by_host",
+        ANSIBLE_CALLBACKS_ENABLED=callbacks,
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+    )
+    done = subprocess.run(
+        [PLAYBOOK, str(play), "-i", str(inventory), "--forks", "3"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout[-3000:] + done.stderr[-2000:]  # h2 fails
+    assert "template_cache is off" not in done.stderr
+    return json.loads(done.stdout)
+
+
+def outcome(document: dict) -> list:
+    return sorted(
+        (
+            r["host"],
+            r["task"],
+            json.dumps(
+                {k: r["result"].get(k) for k in ("msg", "skipped", "failed", "results")},
+                sort_keys=True,
+            ),
+        )
+        for r in document["results"]
+    )
+
+
+def test_the_same_results_with_the_cache_as_without(tmp_path):
+    plain = outcome(run(tmp_path / "plain", "results_by_host"))
+    cached = outcome(run(tmp_path / "cached", "results_by_host,template_cache"))
+    assert cached == plain
+    said = {(host, task): result for host, task, result in plain}
+    assert json.loads(said[("h1", "probe : Say the label")])["msg"] == "H1-24"
+    assert "h2 fails with 3 names" in said[("h2", "A failure says its own message")]
+    assert '"True C:/new"' in said[("h3", "A conditional with a test and a lookup")]
