@@ -18,7 +18,10 @@ and for each ``--forks`` value, on a fresh lab (no machines in MAAS, no test hos
 4. the apt cache over the configure phase only (``racksmith lab cache-stats`` on the log lines
    time-stamped inside that phase): bytes fetched from upstream vs served to hosts;
 5. for the first forks value (unless ``--no-rerun``): the same ``site.yml`` again, which must
-   report ``changed=0`` for every host (PLAY RECAP and report.json) and judge the same.
+   report ``changed=0`` for every host (PLAY RECAP and report.json) and judge the same;
+   ``--compare-template-cache`` adds one more such rerun with the compiled-template cache off
+   (``ANSIBLE_CALLBACKS_ENABLED=racksmith_report``: no ``template_cache`` callback), printed
+   beside it (label ``rerun-f<F>-nocache``).
 
 ``--deploy-forks F`` adds, first, a fresh run of the phases up to deploy only (``--tags
 preflight,discover,enlist,deploy``) per value: the deploy figure at that forks without paying
@@ -32,6 +35,7 @@ bench's lab is torn down at the end, also on failure and Ctrl-C.
     sudo .venv/bin/python tests/bench/bench_site.py --forks 64 --forks 8  # both, fresh lab each
     sudo .venv/bin/python tests/bench/bench_site.py --deploy-forks 8 --cold-cache  # as measured
     sudo .venv/bin/python tests/bench/bench_site.py --quick               # 2 servers, 1 fault
+    sudo .venv/bin/python tests/bench/bench_site.py --servers 4 --faults 0 --compare-template-cache
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -233,6 +237,7 @@ def lab_env(inventory: Path, **extra: str) -> dict[str, str]:
         RACKSMITH_LAB_DIR=str(LAB["lab_dir"]),
         **extra,
     )
+
 
 @dataclass
 class Bench:
@@ -573,6 +578,11 @@ def main(argv: list[str] | None = None) -> int:
         " the deploy figure at that forks without a second configure phase",
     )
     parser.add_argument("--no-rerun", action="store_true", help="skip the changed=0 rerun")
+    parser.add_argument(
+        "--compare-template-cache",
+        action="store_true",
+        help="one more rerun with the compiled-template cache off, printed beside the rerun",
+    )
     parser.add_argument("--cold-cache", action="store_true", help="empty the apt cache first")
     parser.add_argument("--inventory", type=Path, default=Path("/tmp/racksmith-bench-site"))
     parser.add_argument(
@@ -631,6 +641,11 @@ def main(argv: list[str] | None = None) -> int:
             figs.append(measure(bench, f"first-f{forks}", forks, args.runs_root, True))
             if i == 0 and not args.no_rerun:
                 figs.append(measure(bench, f"rerun-f{forks}", forks, args.runs_root, False))
+            if i == 0 and not args.no_rerun and args.compare_template_cache:
+                off = replace(
+                    bench, env={**bench.env, "ANSIBLE_CALLBACKS_ENABLED": "racksmith_report"}
+                )
+                figs.append(measure(off, f"rerun-f{forks}-nocache", forks, args.runs_root, False))
     except KeyboardInterrupt:
         problems.append("interrupted")
     except (RuntimeError, OSError, ValueError, cachestats.LogFormatError) as exc:
