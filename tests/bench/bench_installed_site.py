@@ -43,7 +43,7 @@ WORK = Path("/tmp/racksmith-bench-installed")
 #: ansible.cfg"): the report callback and the inventory plugins by name, fail closed.
 SITE_CFG = """\
 [defaults]
-callbacks_enabled = racksmith.core.racksmith_report
+callbacks_enabled = racksmith.core.racksmith_report, racksmith.core.template_cache
 forks = 32
 interpreter_python = auto_silent
 inject_facts_as_vars = False
@@ -151,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         wall = time.monotonic() - t0
         (WORK / "site.log").write_text(done.stdout + done.stderr)
+        if "template_cache is off" in done.stdout + done.stderr:  # the collection's callback
+            problems.append("racksmith.core.template_cache did not load from the collection")
         print(f"ansible-playbook racksmith.core.site: rc {done.returncode}, {wall:.0f} s"
               f" (log {WORK / 'site.log'})")  # fmt: skip
         if done.returncode:
