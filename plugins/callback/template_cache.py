@@ -316,6 +316,9 @@ class CallbackModule(CallbackBase):
                 prewarm.templates(role.get_default_vars())
                 prewarm.templates(role.get_vars(include_params=True))
             prewarm.templates(task.get_ds())
+            if task.loop is not None or task.loop_with:  # a loop's default item label
+                loop_var = getattr(task.loop_control, "loop_var", None) or "item"
+                prewarm.templates("{{" + loop_var + "}}")
             prewarm.conditionals([task.when, task.changed_when, task.failed_when, task.until])
         except Exception:  # only a cache: the workers compile what this misses
             return

@@ -107,3 +107,30 @@ def test_the_same_results_with_the_cache_as_without(tmp_path):
     assert json.loads(said[("h1", "probe : Say the label")])["msg"] == "H1-24"
     assert "h2 fails with 3 names" in said[("h2", "A failure says its own message")]
     assert '"True C:/new"' in said[("h3", "A conditional with a test and a lookup")]
+
+
+def test_the_workers_compile_nothing_the_main_process_did_not(tmp_path):
+    """Each task's templates, its role's variables and the play's are compiled before the
+    task's workers fork: the run's shared directory holds no more than the main process
+    compiled (``-vv`` prints both counts at the end)."""
+    roles = tmp_path / "roles" / "probe"
+    run(tmp_path, "results_by_host")  # writes the role, the play and the inventory
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_ROLES_PATH=str(roles.parent),
+        ANSIBLE_CALLBACKS_ENABLED="template_cache",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
+    )
+    done = subprocess.run(
+        [PLAYBOOK, str(tmp_path / "play.yml"), "-i", str(tmp_path / "hosts.json"), "-vv",
+         "--forks", "3"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    said = [line for line in done.stdout.splitlines() if line.startswith("template_cache:")]
+    assert len(said) == 1, done.stdout[-3000:]
+    shared, _, mine = said[0].partition(";")
+    compiled_for_workers = int(shared.split()[1])
+    compiled_here = int(mine.split()[-2])
+    assert compiled_for_workers > 10  # the play's templates, not an empty directory
+    assert compiled_for_workers == compiled_here, said[0]
