@@ -279,11 +279,12 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         directory = os.path.join(C.DEFAULT_LOCAL_TMP, "racksmith-templates")
+        self._cache: CompileCache | None = None
         self._prewarm: Prewarm | None = None
         self._roles: set[int] = set()
         try:
             os.makedirs(directory, mode=0o700, exist_ok=True)
-            install(directory)
+            self._cache = install(directory)
             self._prewarm = Prewarm()
         except (ImportError, AttributeError, OSError) as exc:
             self._display.warning(
@@ -327,7 +328,7 @@ class CallbackModule(CallbackBase):
         self.v2_playbook_on_task_start(task, False)
 
     def v2_playbook_on_stats(self, stats):
-        cache = getattr(_cache_owner(), "_racksmith_cache", None)
+        cache = self._cache
         if cache is not None:
             try:
                 shared = len([n for n in os.listdir(cache.directory) if not n.startswith(".")])
@@ -337,9 +338,3 @@ class CallbackModule(CallbackBase):
                 f"template_cache: {shared} templates compiled for the run's workers;"
                 f" this process: {cache.hits} reused, {cache.misses} compiled"
             )
-
-
-def _cache_owner():
-    from ansible._internal._templating import _jinja_bits
-
-    return _jinja_bits.AnsibleEnvironment
