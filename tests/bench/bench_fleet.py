@@ -39,8 +39,8 @@ from racksmith.maas import fleet, lifecycle
 from racksmith.maas.auth import ApiKey, Credentials
 from racksmith.maas.client import MaasClient
 from racksmith.maas.clock import RateLimiter, ScaledClock
-from racksmith.maas.machines import MachineSpec
 from racksmith.maas.storage import BootDiskRule
+from racksmith.testing.fleet import batch_host
 
 REPO = Path(__file__).resolve().parents[2]
 RULE = BootDiskRule.from_dict({"model": "DELLBOSS*"})
@@ -70,17 +70,8 @@ PLAYBOOK = """\
 
 
 def host(i: int) -> fleet.FleetHost:
-    mac = f"02:5d:{i >> 8:02x}:{i & 255:02x}:01:00"
-    spec = MachineSpec(
-        hostname=f"fleet{i:04d}",
-        pxe_mac=mac,
-        power_parameters={
-            "power_address": f"10.9.{i >> 8}.{i & 255}",
-            "power_user": "root",
-            "power_pass": "calvin",
-        },
-    )
-    return fleet.FleetHost(name=spec.hostname, pxe_mac=mac, spec=spec)
+    high, low = i >> 8, i & 255
+    return batch_host(f"fleet{i:04d}", f"02:5d:{high:02x}:{low:02x}:01:00", f"10.9.{high}.{low}")
 
 
 def cpu() -> float:

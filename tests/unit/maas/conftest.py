@@ -21,7 +21,7 @@ from racksmith.maas.client import MaasClient
 from racksmith.maas.clock import ScaledClock
 from racksmith.maas.fleet import FleetHost
 from racksmith.maas.lifecycle import WaitPolicy
-from racksmith.maas.machines import MachineSpec
+from racksmith.testing.fleet import batch_host
 
 SPEED = 3000.0
 API = "api/2.0/"
@@ -106,17 +106,7 @@ def policy():
 def _fleet_host(n: int) -> FleetHost:
     """Batch host number ``n``: ``gpuNN``, a MAC and a BMC address of its own (nothing listens
     there: the simulator only records the power parameters)."""
-    mac = f"02:5B:00:{n:02X}:01:00"
-    spec = MachineSpec(
-        hostname=f"gpu{n:02d}",
-        pxe_mac=mac,
-        power_parameters={
-            "power_address": f"127.0.0.1:{9000 + n}",
-            "power_user": "root",
-            "power_pass": "calvin",
-        },
-    )
-    return FleetHost(name=f"gpu{n:02d}", pxe_mac=mac, spec=spec)
+    return batch_host(f"gpu{n:02d}", f"02:5B:00:{n:02X}:01:00", f"127.0.0.1:{9000 + n}")
 
 
 @pytest.fixture
