@@ -57,7 +57,9 @@ def probe_sections(want: Mapping[str, Any]) -> dict[str, str]:
     they run in check mode too; a snippet whose list is empty prints nothing."""
     packages = _words(_names(want, "packages"), "package")
     files = _paths(_names(want, "files", "path"))
-    services = _words([str(s) for s in want.get("services") or []], "unit")
+    services = _words(
+        [s if isinstance(s, str) else str(s["name"]) for s in want.get("services") or []], "unit"
+    )
     sysctl = _words([str(k) for k in (want.get("sysctl") or {})], "sysctl key")
     fmt = shlex.quote("${Package} ${Version} ${Status}\n")
     return {
@@ -130,6 +132,10 @@ def _file_drift(text: str, want: Mapping[str, Any]) -> list[str]:
     for wanted in want.get("files") or []:
         path = wanted["path"]
         have = files.get(path)
+        if wanted.get("absent"):
+            if have is None or have[0] != "-":
+                reasons.append(f"{path}: present, wanted absent")
+            continue
         if have is None or have[0] == "-":
             reasons.append(f"{path}: missing")
             continue
@@ -151,10 +157,14 @@ def _file_drift(text: str, want: Mapping[str, Any]) -> list[str]:
 def _service_drift(text: str, want: Mapping[str, Any]) -> list[str]:
     services = _rows(text, 3)
     reasons = []
-    for unit in want.get("services") or []:
+    for wanted in want.get("services") or []:
+        unit, active = (
+            (wanted, True) if isinstance(wanted, str) else (wanted["name"], wanted["active"])
+        )
         state = services.get(unit, [])
-        if state[:2] != ["active", "enabled"]:
-            reasons.append(f"{unit}: {' '.join(state) or 'unknown'}, wanted active enabled")
+        if state[1:2] != ["enabled"] or (active and state[:1] != ["active"]):
+            need = "active enabled" if active else "enabled"
+            reasons.append(f"{unit}: {' '.join(state) or 'unknown'}, wanted {need}")
     return reasons
 
 
@@ -175,7 +185,8 @@ def drift(sections: Mapping[str, str], want: Mapping[str, Any]) -> list[str]:
     ``want``: ``packages`` (apt specs, ``name`` or ``name=version``), ``hold`` (bool: every
     package held; or the list of names that must be held), ``files`` (list of ``{path, mode,
     owner, group}`` with ``sha1`` (empty: only its presence, mode and owner count) or
-    ``directory: true``), ``services`` (unit names: active and enabled), ``sysctl`` (key ->
+    ``directory: true``; or ``{path, absent: true}``), ``services`` (unit names: active and
+    enabled; or ``{name, active: false}``: enabled only, a oneshot unit), ``sysctl`` (key ->
     live value; whitespace runs compare as one space). A key of ``want`` whose section the
     probe did not print counts as drift (fail closed)."""
     checks = (

@@ -58,8 +58,12 @@ def test_every_difference_is_named(tmp_path: Path) -> None:
             {"path": str(tmp_path / "absent"), "sha1": "", "mode": "644", "owner": "root",
              "group": "root"},
             {"path": str(conf), "directory": True, "mode": "600", "owner": "root", "group": "root"},
+            {"path": str(conf), "absent": True},
+            {"path": str(tmp_path / "absent"), "absent": True},
         ],
-        "services": ["racksmith-no-such.service"],
+        "services": [
+            "racksmith-no-such.service", {"name": "racksmith-other.service", "active": False}
+        ],
         "sysctl": {"kernel.hostname": "not-this-host", "racksmith.no.such": "1"},
     }  # fmt: skip
     reasons = drift.drift(read(want), want)
@@ -72,10 +76,16 @@ def test_every_difference_is_named(tmp_path: Path) -> None:
     assert any(r.startswith(f"{conf}: mode ") for r in reasons)
     assert f"{tmp_path / 'absent'}: missing" in reasons
     assert f"{conf}: not a directory" in reasons
-    assert "racksmith-no-such.service: inactive not-found, wanted active enabled" in reasons or any(
-        r.startswith("racksmith-no-such.service: ") for r in reasons
+    assert any(
+        r.startswith("racksmith-no-such.service: ") and r.endswith("wanted active enabled")
+        for r in reasons
     )
     assert any(r.startswith("sysctl kernel.hostname: ") for r in reasons)
+    assert f"{conf}: present, wanted absent" in reasons
+    assert not any(r.startswith(f"{tmp_path / 'absent'}: present") for r in reasons)
+    assert any(
+        r.startswith("racksmith-other.service: ") and r.endswith("wanted enabled") for r in reasons
+    )
     assert "sysctl racksmith.no.such: -, wanted 1" in reasons
 
 
