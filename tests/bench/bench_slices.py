@@ -26,6 +26,7 @@ not be measured. The lab is torn down at the end, also on failure and Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_site import BIN, LAB, REPO, Bench, cpu_seconds, lab_env, load
+from bench_site import BIN, LAB, REPO, Bench, OwnCores, cpu_seconds, lab_env, load
 
 RUNS_ROOT = Path("/tmp/racksmith-bench-slices-runs")
 _RESULTS = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
@@ -115,11 +116,16 @@ def racksmith_run(bench: Bench, run_dir: Path, slices: int | None) -> tuple[int,
     return rc, time.monotonic() - t0, cpu_seconds()[0] - cpu0
 
 
-def measure(bench: Bench, label: str, slices: int | None, runs_root: Path) -> Figures:
+def measure(
+    bench: Bench, label: str, slices: int | None, runs_root: Path, pin: OwnCores | None = None
+) -> Figures:
     run_dir = runs_root / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{label}"
     print(f"\n== {label}: racksmith run site{f' --slices {slices}' if slices else ''} -> {run_dir}")
+    if pin:
+        print(f"    {pin}")
     load_start = load()
-    rc, wall, cpu = racksmith_run(bench, run_dir, slices)
+    with pin or contextlib.nullcontext():
+        rc, wall, cpu = racksmith_run(bench, run_dir, slices)
     fig = Figures(label, slices or 0, wall, cpu, rc, load_start=load_start, load_end=load())
     fig.results = task_results(run_dir)
     check = subprocess.run(
@@ -185,12 +191,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--slices", type=int, action="append", help="one rerun per value (default 1 and 2)"
     )
+    parser.add_argument(
+        "--controller-cpus",
+        type=int,
+        metavar="N",
+        help="reruns with the controller on the first N CPUs and everything else on the rest"
+        " (bench_site.OwnCores; default: not pinned)",
+    )
     parser.add_argument("--inventory", type=Path, default=Path("/tmp/racksmith-bench-slices"))
     parser.add_argument("--runs-root", type=Path, default=RUNS_ROOT)
     args = parser.parse_args(argv)
     servers = args.servers or (2 if args.quick else 16)
     faults = args.faults or ("1" if args.quick else "10%")
     slices_list = args.slices or [1, 2]
+    try:
+        pin = OwnCores(args.controller_cpus) if args.controller_cpus else None
+    except ValueError as exc:
+        print(f"bench_slices: {exc}", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print("bench_slices: the lab needs root (bridge, netns, systemd-nspawn)", file=sys.stderr)
         return 1
@@ -233,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             if first.check_rc:
                 problems.append(f"first run: check-run exit {first.check_rc}")
             for k in slices_list:
-                figs.append(measure(bench, f"rerun-k{k}", k, args.runs_root))
+                figs.append(measure(bench, f"rerun-k{k}", k, args.runs_root, pin))
     except KeyboardInterrupt:
         problems.append("interrupted")
     except (RuntimeError, OSError, ValueError) as exc:
