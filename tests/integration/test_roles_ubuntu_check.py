@@ -874,7 +874,9 @@ READ_ONLY_IN_CHECK_MODE = {
     ): (
         "one /bin/sh (racksmith.hostprobe): cat under container_runtime_sysfs_root (the fixture"
         " tree), findmnt of this machine's mounts, cat of daemon.json, apt-cache policy"
-        " (APT_CONFIG's lists), test -e /dev/nvidiactl"
+        " (APT_CONFIG's lists), test -e /dev/nvidiactl, dpkg-query (DPKG_ADMINDIR's empty"
+        " database), sha1sum/stat of the role's directories and files, systemctl"
+        " is-active/is-enabled docker, find -lname under /dev/char"
     ),
     (
         "dcgm",
