@@ -1,7 +1,10 @@
-"""Ansible filter ``racksmith.core.base_probe``: role base's one host probe, parsed.
+"""Ansible filters of role base: ``racksmith.core.base_probe`` (its host probe's ``base``
+section, parsed), ``racksmith.core.base_probe_sections`` (the snippets of its one read of the
+host) and ``racksmith.core.base_drift`` (its verify-first comparison).
 
-A thin adapter over :func:`racksmith.roles.base.parse_probe`, where the format lives and is
-unit-tested (tests/unit/roles/test_base_probe.py).
+Thin adapters over :mod:`racksmith.roles.base`, where the formats and decisions live and are
+unit-tested (tests/unit/roles/test_base_probe.py, tests/unit/roles/test_base_drift.py). Each
+filter's documentation is the YAML file of its name beside this one.
 """
 
 from __future__ import annotations
@@ -9,43 +12,13 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 try:
+    from racksmith.roles import base as base_role
     from racksmith.roles.base import ProbeError, parse_probe
 except ImportError as exc:  # the controller lacks the racksmith package: say so when used
-    parse_probe = None
+    base_role = parse_probe = None
     _IMPORT_ERROR: ImportError | None = exc
 else:
     _IMPORT_ERROR = None
-
-DOCUMENTATION = """
-  name: base_probe
-  author: racksmith developers
-  version_added: "0.1.0"
-  short_description: role base's host probe (cpufreq, governor unit, sysctls, packages, apt policy)
-  description:
-    - Reads the output of role base's probe command (marker lines, then C(apt-cache policy
-      chrony)); see C(racksmith.roles.base). Output that is not the probe's (cut short, or a
-      line it never prints) fails the task, naming what is wrong.
-  positional: _input
-  options:
-    _input:
-      description: the probe's stdout
-      type: str
-      required: true
-"""
-
-EXAMPLES = """
-- name: Read what the probe found
-  ansible.builtin.debug:
-    msg: "{{ (_base_probe.stdout | racksmith.core.base_probe).installed }}"
-"""
-
-RETURN = """
-  _value:
-    description: >-
-      C(cpufreq) and C(governor_unit) (booleans), C(sysctl_writable) and C(installed) (lists of
-      names), C(apt_policy) (text)
-    type: dict
-"""
 
 
 def base_probe(stdout):
@@ -59,6 +32,36 @@ def base_probe(stdout):
         raise AnsibleFilterError(f"base_probe: {exc}") from exc
 
 
+def _need(name: str, **values) -> None:
+    if base_role is None:
+        raise AnsibleFilterError(
+            f"{name} needs the racksmith Python package on the controller: {_IMPORT_ERROR}"
+        )
+    for what, value in values.items():
+        if not isinstance(value, dict):
+            raise AnsibleFilterError(f"{name}: {what} must be a dict, got {type(value).__name__}")
+
+
+def base_probe_sections(read):
+    _need("base_probe_sections", read=read)
+    try:
+        return base_role.probe_sections(read)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"base_probe_sections: {exc!r}") from exc
+
+
+def base_drift(sections, want):
+    _need("base_drift", sections=sections, want=want)
+    try:
+        return base_role.drift(sections, want)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError(f"base_drift: {exc!r}") from exc
+
+
 class FilterModule:
     def filters(self):
-        return {"base_probe": base_probe}
+        return {
+            "base_probe": base_probe,
+            "base_probe_sections": base_probe_sections,
+            "base_drift": base_drift,
+        }

@@ -817,13 +817,12 @@ def test_check_mode_wrote_nothing(check_run):
 #: it cannot write. A new one fails test_every_check_mode_false_task_is_audited until it is
 #: read and listed here.
 READ_ONLY_IN_CHECK_MODE = {
-    (
-        "base",
-        "main.yml",
-        "Probe the host (cpufreq, governor unit, writable sysctls, packages, apt's chrony)",
-    ): (
-        "[ -e ] of two paths, [ -w /proc/sys/KEY ] per key, dpkg-query -W (DPKG_ADMINDIR's "
-        "database), apt-cache policy (APT_CONFIG's lists)"
+    ("base", "main.yml", "Probe the host (what base decides on, and everything it sets up)"): (
+        "one /bin/sh (racksmith.hostprobe): [ -e ] of two paths, [ -w /proc/sys/KEY ] per key,"
+        " dpkg-query -W (DPKG_ADMINDIR's database), apt-cache policy (APT_CONFIG's lists),"
+        " sha1sum/stat of the role's directories and files, systemctl is-active/is-enabled,"
+        " sysctl -n, racksmith-cpu-governor --check (only reports), grep of the sysctl file,"
+        " chronyc waitsync 1 (one question, asked only while chrony runs)"
     ),
     ("base", "main.yml", "CPU | Set the governor on every CPU where it differs"): (
         "in check mode racksmith-cpu-governor --check only reports (it sets the governor only "
