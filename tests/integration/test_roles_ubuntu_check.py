@@ -106,6 +106,8 @@ ROLES_OF = {
     "hgx-jammy-pinned": ["nvidia_driver"],
     "hgx-bookworm": ROLES,
 }
+#: configure.yml's one argument-spec check per host (racksmith.core.role_arguments)
+ARGSPEC_CHECK = "Check the inputs of the roles this host selects against their argument specs"
 RUN_HOSTS = ("hgx-jammy", "hgx-jammy-cuda", "hgx-bookworm")  # the refused host stops at preflight
 
 #: the roles that read the PCI bus (through <role>_sysfs_root)
@@ -516,12 +518,17 @@ def test_every_role_runs_and_no_install_fails_or_is_ignored(check_run, host):
     included: they say why they wait for the real run)."""
     stats = check_run.stats[host]
     assert (stats["failures"], stats["rescued"], stats["unreachable"]) == (0, 0, 0), stats
-    # each role's own entry point, in configure.yml's order (dcgm's 'repo' entry point, which
-    # nvidia_driver includes for the CUDA repository, is not a role of the list)
-    order = [
+    # each role's own entry point, in configure.yml's order: every role's main.yml opens with
+    # its preflight's fact gathering (dcgm's 'repo' entry point, which nvidia_driver includes
+    # for the CUDA repository, does not; configure.yml checks the argument specs once, before
+    # the first role, so there is no per-role validation task to go by)
+    order = list(dict.fromkeys(
         role for role, name, _ in check_run.tasks[host]
-        if name.startswith("Validating arguments against arg spec 'main'")
-    ]  # fmt: skip
+        if name.startswith("Preflight | Gather the facts")
+    ))  # fmt: skip
+    assert check_run.result(host, "", ARGSPEC_CHECK)["roles_checked"] == [
+        f"racksmith.core.{role}" for role in ROLES_OF[host]
+    ]
     assert order == ROLES_OF[host]
     assert set(check_run.failed(host)) == set()
     assert stats["ignored"] == 0, stats
