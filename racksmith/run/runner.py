@@ -42,9 +42,9 @@ DEFAULT_INTERVAL = 30.0
 _REDRAW = 0.5  # seconds between two redraws of the live table
 
 
-#: The report callback and the compiled-template cache by their collection names (the
-#: installed layout enables them so; a checkout's ansible.cfg names both).
-CALLBACK = "racksmith.core.racksmith_report,racksmith.core.template_cache"
+#: The report callback, the compiled-template cache and the collector freeze by their
+#: collection names (the installed layout enables them so; a checkout's ansible.cfg names all).
+CALLBACK = "racksmith.core.racksmith_report,racksmith.core.template_cache,racksmith.core.gc_freeze"
 
 
 def repo_root() -> Path:

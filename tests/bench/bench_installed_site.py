@@ -32,6 +32,8 @@ from pathlib import Path
 
 import yaml
 
+from racksmith.run.runner import CALLBACK
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_site import LAB, Bench
 
@@ -41,9 +43,9 @@ WORK = Path("/tmp/racksmith-bench-installed")
 
 #: A site's ansible.cfg for the installed collection (docs/collection.md, "A site's
 #: ansible.cfg"): the report callback and the inventory plugins by name, fail closed.
-SITE_CFG = """\
+SITE_CFG = f"""\
 [defaults]
-callbacks_enabled = racksmith.core.racksmith_report, racksmith.core.template_cache
+callbacks_enabled = {CALLBACK}
 forks = 32
 interpreter_python = auto_silent
 inject_facts_as_vars = False
