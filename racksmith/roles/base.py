@@ -133,15 +133,11 @@ def sysctl_value(value: Any) -> str:
 
 
 def _quoted_path(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.startswith("/") or "\n" in value:
-        raise ValueError(f"{what} {value!r} must be an absolute path on one line")
-    return shlex.quote(value)
+    return role_drift.quote_paths([value], what)
 
 
 def _word(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-        raise ValueError(f"{what} {value!r} must be one word")
-    return shlex.quote(value)
+    return role_drift.quote_words([value], what)
 
 
 def _base_snippet(cpufreq: str, unit: str, keys: Sequence[str], packages: Sequence[str]) -> str:
@@ -159,7 +155,7 @@ def _base_snippet(cpufreq: str, unit: str, keys: Sequence[str], packages: Sequen
             f"if [ -w {shlex.quote(proc)} ]; then echo {shlex.quote('@writable ' + key)}; fi"
         )
     fmt = shlex.quote("@package ${Package} ${db:Status-Abbrev}\n")
-    names = " ".join(_word(name, "package") for name in packages)
+    names = role_drift.quote_words(list(packages), "package")
     if names:
         lines.append(f"dpkg-query -W -f {fmt} {names} 2>/dev/null || true")
     lines += ["echo @policy", "apt-cache policy chrony"]
@@ -258,6 +254,12 @@ def _governor_drift(text: str, governor: str) -> list[str]:
     return [f"CPU governor: the check said {said!r}"]
 
 
+def _clock_drift(text: str) -> list[str]:
+    if text.strip() == "synced":
+        return []
+    return ["clock: chrony is not synchronised (what chronyc waitsync waits for)"]
+
+
 def drift(sections: Mapping[str, str], want: Mapping[str, Any]) -> list[str]:
     """What differs on the host (as read in ``sections``) from what role base sets up, one
     reason per line; empty: nothing drifted, and the role ends after its checks.
@@ -274,18 +276,27 @@ def drift(sections: Mapping[str, str], want: Mapping[str, Any]) -> list[str]:
         str(key): sysctl_value(value) for key, value in (want.get("sysctl") or {}).items()
     }
     reasons = role_drift.drift(sections, generic)
-    own = (
-        ("sysctl_file", bool((want.get("sysctl_file") or {}).get("values"))),
-        ("governor", bool(want.get("governor"))),
-        ("clock", bool(want.get("clock_synced"))),
-    )
-    for key, wanted in own:
-        if wanted and not isinstance(sections.get(key), str):
+    # base's own parts, where wanted: the section each reads and its comparison
+    checks = [
+        (key, compare)
+        for key, is_wanted, compare in (
+            (
+                "sysctl_file",
+                bool((want.get("sysctl_file") or {}).get("values")),
+                lambda text: _sysctl_file_drift(text, want["sysctl_file"]),
+            ),
+            (
+                "governor",
+                bool(want.get("governor")),
+                lambda text: _governor_drift(text, str(want["governor"])),
+            ),
+            ("clock", bool(want.get("clock_synced")), _clock_drift),
+        )
+        if is_wanted
+    ]
+    for key, _ in checks:
+        if not isinstance(sections.get(key), str):
             return [*reasons, f"the probe did not read {key}"]
-    if own[0][1]:
-        reasons += _sysctl_file_drift(sections["sysctl_file"], want["sysctl_file"])
-    if own[1][1]:
-        reasons += _governor_drift(sections["governor"], str(want["governor"]))
-    if own[2][1] and sections["clock"].strip() != "synced":
-        reasons.append("clock: chrony is not synchronised (what chronyc waitsync waits for)")
+    for key, compare in checks:
+        reasons += compare(sections[key])
     return reasons

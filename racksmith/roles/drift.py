@@ -24,23 +24,26 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["SECTIONS", "drift", "probe_sections"]
+__all__ = ["SECTIONS", "drift", "probe_sections", "quote_paths", "quote_words"]
 
 #: The sections :func:`probe_sections` writes and :func:`drift` reads, in that order.
 SECTIONS = ("packages", "files", "services", "sysctl")
 
 
-def _words(values: Sequence[str], what: str) -> str:
+def quote_words(values: Sequence[str], what: str) -> str:
+    """``values``, each one word, shell-quoted and joined by spaces (a probe's arguments);
+    anything else is refused naming ``what``, before any shell is written."""
     for value in values:
         if not isinstance(value, str) or not value or any(c.isspace() for c in value):
             raise ValueError(f"{what} {value!r} must be one word")
     return " ".join(shlex.quote(v) for v in values)
 
 
-def _paths(values: Sequence[str]) -> str:
+def quote_paths(values: Sequence[str], what: str = "file") -> str:
+    """``values``, each an absolute path on one line, shell-quoted and joined by spaces."""
     for value in values:
         if not isinstance(value, str) or not value.startswith("/") or "\n" in value:
-            raise ValueError(f"file {value!r} must be an absolute path on one line")
+            raise ValueError(f"{what} {value!r} must be an absolute path on one line")
     return " ".join(shlex.quote(v) for v in values)
 
 
@@ -55,12 +58,12 @@ def probe_sections(want: Mapping[str, Any]) -> dict[str, str]:
     """The shell snippets (``racksmith.hostprobe`` sections) that read what :func:`drift`
     compares, for ``want``'s packages, files, services and sysctl keys. They only read, so
     they run in check mode too; a snippet whose list is empty prints nothing."""
-    packages = _words(_names(want, "packages"), "package")
-    files = _paths(_names(want, "files", "path"))
-    services = _words(
+    packages = quote_words(_names(want, "packages"), "package")
+    files = quote_paths(_names(want, "files", "path"))
+    services = quote_words(
         [s if isinstance(s, str) else str(s["name"]) for s in want.get("services") or []], "unit"
     )
-    sysctl = _words([str(k) for k in (want.get("sysctl") or {})], "sysctl key")
+    sysctl = quote_words([str(k) for k in (want.get("sysctl") or {})], "sysctl key")
     fmt = shlex.quote("${Package} ${Version} ${Status}\n")
     return {
         "packages": f"dpkg-query -W -f {fmt} {packages} 2>/dev/null || true"
