@@ -1,5 +1,6 @@
 # racksmith: the attributes every racksmith module declares (check mode, diff, where it runs,
-# its module_defaults group). Options live in racksmith_redfish / racksmith_maas.
+# its module_defaults group), and those of its controller-only action plugins (ACTION). Options
+# live in racksmith_redfish / racksmith_maas.
 from __future__ import annotations
 
 
@@ -49,4 +50,29 @@ attributes:
     details:
       - In check mode the "after" side is the machine as it stands; C(actions) says what would
         change.
+"""
+
+    # The action plugins that only run on the controller (role_skip, role_arguments): no
+    # connection to the host, once per host, the same in check mode, nothing to diff.
+    ACTION = r"""
+attributes:
+  action:
+    description: Runs as an action plugin on the controller.
+    support: full
+  async:
+    description: Cannot run asynchronously.
+    support: none
+  bypass_host_loop:
+    description: Runs once for each host.
+    support: none
+  check_mode:
+    description: Behaves the same in check mode.
+    support: full
+  diff_mode:
+    description: Has nothing to compare.
+    support: none
+  platform:
+    description: Runs on the controller and does not connect to the host.
+    support: full
+    platforms: all
 """

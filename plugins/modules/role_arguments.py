@@ -32,26 +32,8 @@ options:
     description: The spec's entry point (the role's C(tasks_from)).
     type: str
     default: main
-attributes:
-  action:
-    description: Runs as an action plugin on the controller.
-    support: full
-  async:
-    description: Cannot run asynchronously.
-    support: none
-  bypass_host_loop:
-    description: Runs once for each host.
-    support: none
-  check_mode:
-    description: Behaves the same in check mode.
-    support: full
-  diff_mode:
-    description: Has nothing to compare.
-    support: none
-  platform:
-    description: Runs on the controller and does not connect to the host.
-    support: full
-    platforms: all
+extends_documentation_fragment:
+  - racksmith.core.racksmith_attributes.action
 """
 
 EXAMPLES = r"""

@@ -37,26 +37,8 @@ options:
       - The role. By default the role the task belongs to (its short name); required outside a
         role.
     type: str
-attributes:
-  action:
-    description: Runs as an action plugin on the controller.
-    support: full
-  async:
-    description: Cannot run asynchronously.
-    support: none
-  bypass_host_loop:
-    description: Runs once for each host.
-    support: none
-  check_mode:
-    description: Behaves the same in check mode.
-    support: full
-  diff_mode:
-    description: Has nothing to compare.
-    support: none
-  platform:
-    description: Runs on the controller and does not connect to the host.
-    support: full
-    platforms: all
+extends_documentation_fragment:
+  - racksmith.core.racksmith_attributes.action
 """
 
 EXAMPLES = r"""

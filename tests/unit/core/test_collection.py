@@ -138,7 +138,12 @@ def test_action_is_documented_by_its_module_and_needs_no_racksmith(path):
     doc_path = REPO / "plugins" / "modules" / path.name
     doc = module_doc(doc_path)
     assert doc["module"] == path.stem and doc["author"]
-    assert doc["attributes"]["action"]["support"] == "full"
+    attributes: dict[str, Any] = dict(doc.get("attributes") or {})
+    sections = fragment_sections()
+    for name in doc.get("extends_documentation_fragment") or []:
+        attributes.update(sections.get(name, {}).get("attributes", {}))
+    assert attributes["action"]["support"] == "full"
+    assert attributes["check_mode"]["support"] == "full"
     tree = ast.parse(doc_path.read_text())
     assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.Import))], (
         "documentation only: the action plugin does the work"
