@@ -32,6 +32,23 @@ SKIP_KEY = "racksmith_skip"
 WHOLE_ROLE = "all"
 
 
+def skip_result(role: str, part: str, reason: str) -> dict:
+    """The result keys of a skip (also returned by racksmith.core.role_preflight): the message
+    printed as ``debug`` prints, and ``racksmith_skip`` for the report. Whitespace is folded; an
+    empty reason fails."""
+    reason = " ".join(str(reason).split())
+    part = " ".join(str(part).split()) or WHOLE_ROLE
+    if not reason:
+        raise AnsibleActionFail(f"role_skip: role {role}: 'reason' is empty; say why")
+    what = role if part == WHOLE_ROLE else f"{role}: {part}"
+    # no "changed" key: Ansible counts it as unchanged, and the output stays two lines
+    return {
+        "msg": f"{what} skipped: {reason}",
+        "_ansible_verbose_always": True,
+        SKIP_KEY: {"role": role, "part": part, "reason": reason},
+    }
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -48,16 +65,9 @@ class ActionModule(ActionBase):
         )[1]
         result = super().run(tmp, task_vars)
         role = args["role"] or self._enclosing_role()
-        reason = " ".join(str(args["reason"]).split())
-        part = " ".join(str(args["part"]).split()) or WHOLE_ROLE
         if not role:
             raise AnsibleActionFail("role_skip: give 'role': this task is not inside a role")
-        if not reason:
-            raise AnsibleActionFail(f"role_skip: role {role}: 'reason' is empty; say why")
-        what = role if part == WHOLE_ROLE else f"{role}: {part}"
-        # no "changed" key: Ansible counts it as unchanged, and the output stays two lines
-        result.update(msg=f"{what} skipped: {reason}", _ansible_verbose_always=True)
-        result[SKIP_KEY] = {"role": role, "part": part, "reason": reason}
+        result.update(skip_result(role, args["part"], args["reason"]))
         return result
 
     def _enclosing_role(self) -> str:

@@ -112,12 +112,25 @@ RUN_HOSTS = ("hgx-jammy", "hgx-jammy-cuda", "hgx-bookworm")  # the refused host 
 
 #: the roles that read the PCI bus (through <role>_sysfs_root)
 PCI_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm")
+#: Each role's one preflight task (racksmith.core.role_preflight), by name.
+CR_PREFLIGHT = (
+    "Preflight | Facts, the inputs, the PCI bus, the data root's"
+    " filesystem, daemon.json and apt's view"
+)
+DCGM_PREFLIGHT = (
+    "Preflight | Facts, the platform, the versions, the exporter and its fields; then the host"
+)
+BASE_PREFLIGHT = (
+    "Preflight | Facts, the inputs, and the host (what base decides on, and everything it sets up)"
+)
+NE_PREFLIGHT = (
+    "Preflight | Facts, the inputs, and what the last run left"
+    " (package, hold, flags, directory, unit, apt)"
+)
 #: roles whose one read of the host (racksmith.hostprobe) has the PCI bus as a section
 SECTION_PROBES = {
-    "container_runtime": (
-        "Preflight | Read the PCI bus, the data root's filesystem, daemon.json and apt's view"
-    ),
-    "dcgm": "Preflight | Read the PCI bus, the packages, the files, the services and the endpoint",
+    "container_runtime": (CR_PREFLIGHT),
+    "dcgm": DCGM_PREFLIGHT,
 }
 
 
@@ -387,7 +400,8 @@ class Run:
 
 
 OS_VARS = "Preflight | Load the OS-specific values"
-PROBE = "Preflight | Look for"  # each role's PCI probe
+NV_PREFLIGHT = "Preflight | Facts, the PCI bus, the inputs and what the source can serve"
+GDR_PREFLIGHT = "Preflight | Facts, the PCI bus, the platform, the kernel parameters and the method"
 WOULD = "Say what check mode cannot ask apt about"
 
 
@@ -519,12 +533,12 @@ def test_every_role_runs_and_no_install_fails_or_is_ignored(check_run, host):
     stats = check_run.stats[host]
     assert (stats["failures"], stats["rescued"], stats["unreachable"]) == (0, 0, 0), stats
     # each role's own entry point, in configure.yml's order: every role's main.yml opens with
-    # its preflight's fact gathering (dcgm's 'repo' entry point, which nvidia_driver includes
-    # for the CUDA repository, does not; configure.yml checks the argument specs once, before
-    # the first role, so there is no per-role validation task to go by)
+    # its one preflight task, racksmith.core.role_preflight (dcgm's 'repo' entry point, which
+    # nvidia_driver includes for the CUDA repository, does not; configure.yml checks the
+    # argument specs once, before the first role, so there is no per-role validation task)
     order = list(dict.fromkeys(
         role for role, name, _ in check_run.tasks[host]
-        if name.startswith("Preflight | Gather the facts")
+        if name.startswith("Preflight | Facts")
     ))  # fmt: skip
     assert check_run.result(host, "", ARGSPEC_CHECK)["roles_checked"] == [
         f"racksmith.core.{role}" for role in ROLES_OF[host]
@@ -624,7 +638,7 @@ def test_kernel_and_driver_move_together(check_run, host):
     said = check_run.result(
         host,
         "nvidia_driver",
-        "Preflight | Check the platform, the inputs and what the source can serve",
+        NV_PREFLIGHT,
     )["msg"]
     assert "held; unattended-upgrades skips packages matching linux-, nvidia-, libnvidia-" in said
     written = check_run.result(host, "nvidia_driver", DRIVER_FILES)
@@ -715,8 +729,7 @@ def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
     """8 GPUs (the ASPEED BMC display is no NVIDIA GPU) and 4 NVSwitches, read from the fixture
     tree, not this machine's /sys; nothing is skipped."""
     # the driver role reads the bus first and keeps the counts for the roles after it
-    remember = "Preflight | Remember what is on the PCI bus for the rest of the run"
-    counts = check_run.fact(host, "nvidia_driver", remember, "racksmith_pci_counts")
+    counts = check_run.fact(host, "nvidia_driver", NV_PREFLIGHT, "racksmith_pci_counts")
     assert (counts["gpu"], counts["nvswitch"]) == (8, 4)
     assert counts["root"] == str(check_run.sysfs)
     # fabric manager applies: not skipped, and installed with the driver (EXPECTED)
@@ -734,15 +747,9 @@ def test_the_driver_and_fabric_manager_apply_by_the_pci_bus(check_run, host):
             pci = read["stdout"].split("### racksmith-probe:pci\n")[1].split("### ")[0]
             assert len(pci.splitlines()) == 50
             continue
-        probes = [r for ro, n, r in check_run.tasks[host] if ro == role and n.startswith(PROBE)]
-        # it reused racksmith_pci_counts, read from the same tree: its probe was skipped, or
-        # (gdr) the file that holds it was not even included
-        if not probes or probes[0].get("skipped"):
-            assert role != "nvidia_driver"
-            continue
-        (probe,) = probes
-        assert f"for d in {check_run.sysfs}/bus/pci/devices/*;" in probe["cmd"][-1]
-        assert len(probe["stdout_lines"]) == 50
+        if role == "gdr":  # it reused the driver role's counts: its preflight read no bus
+            found = check_run.result(host, "gdr", GDR_PREFLIGHT).get("ansible_facts", {})
+            assert "racksmith_pci_counts" not in found
     assert [r["racksmith_skip"] for _, _, r in check_run.tasks[host] if "racksmith_skip" in r] == []
 
 
@@ -751,9 +758,7 @@ def test_gdr_the_toolkit_and_dcgm_apply_by_the_pci_bus(check_run, host):
     """GPUs and ConnectX-7 InfiniBand on the bus: GDR, the toolkit and DCGM all apply."""
     # gdr applies: no skip said, and it went on to read the host (racksmith_pci_counts from the
     # driver role, the same fixture tree)
-    assert check_run.result(host, "gdr", "Say why GPUDirect RDMA is skipped on this host").get(
-        "skipped"
-    )
+    assert "racksmith_skip" not in check_run.result(host, "gdr", GDR_PREFLIGHT)
     assert not check_run.result(host, "gdr", "GDR | Probe the host (DOCA-OFED, units, apt)").get(
         "skipped"
     )
@@ -791,15 +796,13 @@ def test_zfs_pool_decides_nothing_here(check_run, host):
     What runs: the preflight (bare metal, so no skip) and the Ubuntu or Debian package list; the
     local fact is not written, since nothing was decided."""
     # the per-OS package list (vars/main.yml's _zfs_pool_by_os), said by preflight
-    said = check_run.result(host, "zfs_pool", "Preflight | Check the platform and the inputs")
+    said = check_run.result(host, "zfs_pool", "Preflight | Facts, the platform and the inputs")
     assert said["msg"].endswith(
         "ZFS tools zfsutils-linux" if host in UBUNTU_HOSTS
         else "ZFS tools linux-headers-6.1.0-28-amd64, zfs-dkms, zfsutils-linux"
     )  # fmt: skip
     # bare metal: not skipped, and the role does not end early
-    assert check_run.result(host, "zfs_pool", "Say why the pool is skipped on this host").get(
-        "skipped"
-    )
+    assert "racksmith_skip" not in said
     names = [name for role, name, _ in check_run.tasks[host] if role == "zfs_pool"]
     assert not [name for name in names if name.startswith("Pool |")]
     assert check_run.result(host, "zfs_pool", "Facts | Record what the role did").get("skipped")
@@ -824,7 +827,11 @@ def test_check_mode_wrote_nothing(check_run):
 #: it cannot write. A new one fails test_every_check_mode_false_task_is_audited until it is
 #: read and listed here.
 READ_ONLY_IN_CHECK_MODE = {
-    ("base", "main.yml", "Probe the host (what base decides on, and everything it sets up)"): (
+    (
+        "base",
+        "main.yml",
+        BASE_PREFLIGHT,
+    ): (
         "one /bin/sh (racksmith.hostprobe): [ -e ] of two paths, [ -w /proc/sys/KEY ] per key,"
         " dpkg-query -W (DPKG_ADMINDIR's database), apt-cache policy (APT_CONFIG's lists),"
         " sha1sum/stat of the role's directories and files, systemctl is-active/is-enabled,"
@@ -835,11 +842,10 @@ READ_ONLY_IN_CHECK_MODE = {
         "in check mode racksmith-cpu-governor --check only reports (it sets the governor only "
         "when the run is not check mode); says absent while the script is; no cpufreq here"
     ),
-    (
-        "nvidia_driver",
-        "main.yml",
-        "Preflight | Look for NVIDIA GPUs and NVSwitches on the PCI bus",
-    ): ("cat of vendor/class under nvidia_driver_sysfs_root (here the fixture tree)"),
+    ("nvidia_driver", "main.yml", NV_PREFLIGHT): (
+        "racksmith.core.role_preflight: setup (facts, only when missing), cat of vendor/class"
+        " under nvidia_driver_sysfs_root (here the fixture tree)"
+    ),
     (
         "nvidia_driver",
         "driver.yml",
@@ -854,13 +860,17 @@ READ_ONLY_IN_CHECK_MODE = {
     (
         "node_exporter",
         "main.yml",
-        "Preflight | Read what the last run left (package, hold, flags, directory, unit, apt)",
+        NE_PREFLIGHT,
     ): (
         "dpkg-query -W (DPKG_ADMINDIR's database), apt-cache policy (APT_CONFIG's lists), "
         "sha1sum and stat of two paths, systemctl is-active/is-enabled"
     ),
-    ("gdr", "gather.yml", "Preflight | Look for NVIDIA GPUs and RDMA NICs on the PCI bus"): (
-        "cat under gdr_sysfs_root; not run here (racksmith_pci_counts from the driver role)"
+    ("gdr", "main.yml", GDR_PREFLIGHT): (
+        "racksmith.core.role_preflight: setup (only when facts are missing), cat under"
+        " gdr_sysfs_root; not run here (racksmith_pci_counts from the driver role)"
+    ),
+    ("zfs_pool", "main.yml", "Preflight | Facts, the platform and the inputs"): (
+        "racksmith.core.role_preflight: setup (only when facts are missing); nothing else"
     ),
     ("zfs_pool", "pool.yml", "Pool | Ask apt for the ZFS tools"): (
         "apt-cache policy; not run here (--skip-tags zfs_pool_create)"
@@ -876,7 +886,7 @@ READ_ONLY_IN_CHECK_MODE = {
     (
         "container_runtime",
         "main.yml",
-        "Preflight | Read the PCI bus, the data root's filesystem, daemon.json and apt's view",
+        CR_PREFLIGHT,
     ): (
         "one /bin/sh (racksmith.hostprobe): cat under container_runtime_sysfs_root (the fixture"
         " tree), findmnt of this machine's mounts, cat of daemon.json, apt-cache policy"
@@ -887,7 +897,7 @@ READ_ONLY_IN_CHECK_MODE = {
     (
         "dcgm",
         "preflight.yml",
-        "Preflight | Read the PCI bus, the packages, the files, the services and the endpoint",
+        DCGM_PREFLIGHT,
     ): (
         "one /bin/sh (racksmith.hostprobe): cat under dcgm_sysfs_root (the fixture tree),"
         " dpkg-query (DPKG_ADMINDIR's empty database), sha1sum/stat of the role's files,"
