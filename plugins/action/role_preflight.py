@@ -29,22 +29,11 @@ Everything it runs on the host only reads, so it runs in check mode as well (the
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 from ansible.vars.clean import namespace_facts
 from ansible_collections.racksmith.core.plugins.action.role_skip import WHOLE_ROLE, skip_result
-
-try:
-    from racksmith import pci
-    from racksmith.roles.preflight import missing_facts, pci_reusable
-except ImportError as exc:  # the controller lacks the racksmith package: say so when used
-    pci = None
-    _IMPORT_ERROR: ImportError | None = exc
-else:
-    _IMPORT_ERROR = None
 
 #: The host fact the PCI counts are kept under (ansible_facts.racksmith_pci_counts).
 PCI_FACT = "racksmith_pci_counts"
@@ -70,17 +59,13 @@ class ActionModule(ActionBase):
                 "say": {"type": "str"},
             }
         )[1]
-        if pci is None:
-            raise AnsibleActionFail(
-                "role_preflight needs the racksmith Python package on the controller: "
-                f"{_IMPORT_ERROR}"
-            )
         task_vars = dict(task_vars or {})
         result = super().run(tmp, task_vars)
         facts = dict(task_vars.get("ansible_facts") or {})
         found: dict = {}  # what this task learnt, returned as host facts
 
-        if missing_facts(facts, args["facts"]):
+        # a fact the role decides on is missing: gather (it never decides without it)
+        if any(name not in facts for name in args["facts"]):
             gathered = self._module(
                 "ansible.legacy.setup", {"gather_subset": args["gather_subset"]}, task_vars
             )
@@ -88,16 +73,21 @@ class ActionModule(ActionBase):
                 return self._failed(result, "gathering the facts failed", gathered)
             found.update(gathered.get("ansible_facts") or {})
 
+        # counts an earlier role read under another root (a test tree), or of another shape,
+        # are read again, never trusted
         root = args["pci_root"]
-        if root and not pci_reusable(facts.get(PCI_FACT), root):
-            read = self._module("ansible.legacy.command", {"argv": pci.probe_argv(root)}, task_vars)
+        known_counts = facts.get(PCI_FACT)
+        if root and not (isinstance(known_counts, dict) and known_counts.get("root") == root):
+            # the probe and its parser are the filters' (racksmith.pci): one format, one place
+            argv = self._filter("pci_probe_argv", root)
+            read = self._module("ansible.legacy.command", {"argv": argv}, task_vars)
             if read.get("failed") or read.get("rc"):
                 return self._failed(result, f"reading the PCI bus under {root} failed", read)
             try:
-                counts = pci.count_kinds(pci.parse_probe(read.get("stdout", "")))
-            except ValueError as exc:
-                return self._failed(result, f"the PCI bus under {root}: {exc}", read)
-            found[PCI_FACT] = {**asdict(counts), "root": root}
+                counts = self._filter("pci_counts", read.get("stdout", ""))
+            except AnsibleError as exc:
+                return self._failed(result, f"the PCI bus under {root}", {"msg": str(exc)})
+            found[PCI_FACT] = {**counts, "root": root}
 
         # as a later task will see them: ansible_facts without the modules' "ansible_" prefix
         known = {**task_vars, "ansible_facts": {**facts, **namespace_facts(found)["ansible_facts"]}}
@@ -139,6 +129,11 @@ class ActionModule(ActionBase):
 
     def _module(self, name: str, module_args: dict, task_vars: dict) -> dict:
         return self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
+
+    def _filter(self, name: str, value):
+        """``value | racksmith.core.<name>``, through the collection's filter."""
+        expression = trust_as_template(f"value | racksmith.core.{name}")
+        return self._templar.evaluate_expression(expression, local_variables={"value": value})
 
     def _evaluate(self, known: dict, name: str):
         """The role variable ``name``, templated now, with what this task found."""

@@ -21,8 +21,8 @@ description:
     its result as M(ansible.builtin.command) does, so C(register) gives what a probe task gave.
   - Then evaluates O(skip) (with the probe's result under the task's C(register) name). A reason
     returns C(racksmith_skip) as M(racksmith.core.role_skip) does; otherwise it prints O(say).
-  - Everything it runs on the host only reads; give the task C(check_mode: false) so the probe
-    also runs in check mode. It never reports a change.
+  - Everything it runs on the host only reads; give the task C(check_mode) false so that the
+    probe also runs in check mode. It never reports a change.
 options:
   facts:
     description: Facts (keys of C(ansible_facts)) the role decides on; any missing gathers.
