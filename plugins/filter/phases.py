@@ -2,6 +2,8 @@
 # Each filter's documentation is the YAML file of its name beside this one.
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 try:
@@ -29,6 +31,41 @@ def hardware_problems(facts, expected=None):
 def clock_problem(result, max_skew=5):
     _need_library()
     return discover.clock_problem(result, float(max_skew))
+
+
+def clock_problems(batch, hosts, max_skew=5):
+    _need_library()
+    if not isinstance(batch, Mapping):
+        raise AnsibleFilterError(f"clock_problems: expected the fleet's result, got {batch!r:.80}")
+    return discover.clock_problems(batch, [str(h) for h in hosts], float(max_skew))
+
+
+def discover_verdicts(
+    hosts,
+    hostvars,
+    expected=None,
+    quarantined=None,
+    firmware_baseline=None,
+    slices=1,
+    bmc_health_check=False,
+    bmc_health_since=None,
+    bmc_health_allow=None,
+):
+    _need_library()
+    try:
+        return discover.verdicts(
+            hostvars,
+            [str(h) for h in hosts],
+            expected=expected,
+            quarantined=[str(h) for h in quarantined or []],
+            firmware_baseline=firmware_baseline,
+            slices=slices,
+            bmc_health_check=bool(bmc_health_check),
+            bmc_health_since=bmc_health_since,
+            bmc_health_allow=bmc_health_allow or [],
+        )
+    except ValueError as exc:  # a baseline or a BMC health setting that cannot be used
+        raise AnsibleFilterError(f"discover_verdicts: {exc}") from None
 
 
 def duplicate_identities(hosts, keys=None):
@@ -88,6 +125,8 @@ class FilterModule:
         return {
             "hardware_problems": hardware_problems,
             "clock_problem": clock_problem,
+            "clock_problems": clock_problems,
+            "discover_verdicts": discover_verdicts,
             "duplicate_identities": duplicate_identities,
             "mac_mismatches": mac_mismatches,
             "cloud_config": cloud_config,

@@ -8,29 +8,37 @@ under; every other server the BMCs let through is not touched by either check.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from racksmith.lab import spec
 from racksmith.triage.classify import classify, evidence_from_report
 
+REPO = Path(__file__).resolve().parents[3]
 GROUP_VARS = "inventory/lab/group_vars/all/firmware.yml"
 
 
 def _reasons(report: dict) -> dict[str, str]:
-    """Host -> racksmith_quarantine_reason, from the json callback's set_fact results."""
+    """Host -> racksmith_quarantine_reason, from the json callback's add_host results (one task
+    per judgement, run once, one loop item per quarantined server)."""
     out = {}
     for play in report["plays"]:
         for task in play["tasks"]:
-            if task["task"]["name"] != "Record why the server is quarantined":
+            if not task["task"]["name"].startswith("Record why each server is quarantined"):
                 continue
-            for host, result in task["hosts"].items():
-                reason = (result.get("ansible_facts") or {}).get("racksmith_quarantine_reason")
-                if reason:
-                    out[host] = reason
+            for result in task["hosts"].values():
+                for item in result.get("results") or []:
+                    added = item.get("add_host") or {}
+                    reason = (added.get("host_vars") or {}).get("racksmith_quarantine_reason")
+                    if reason:
+                        out[added["host_name"]] = reason
     return out
 
 
-def test_demo_rack_firmware_and_bmc_log_servers_are_quarantined_with_their_causes(running_rack):
+def test_demo_rack_firmware_and_bmc_log_servers_are_quarantined_with_their_causes(
+    running_rack, tmp_path
+):
     rack = spec.load()
+    run_dir = tmp_path / "run"
     done = running_rack.run(
         "ansible-playbook",
         "-i",
@@ -41,9 +49,14 @@ def test_demo_rack_firmware_and_bmc_log_servers_are_quarantined_with_their_cause
         "-e",
         "racksmith_bmc_clock_correct=false",
         ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+        # the run report too: it reads the quarantine from the servers' variables
+        ANSIBLE_CALLBACK_PLUGINS=str(REPO / "plugins" / "callback"),
+        ANSIBLE_CALLBACKS_ENABLED="racksmith_report",
+        RACKSMITH_RUN_DIR=str(run_dir),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    reasons = _reasons(json.loads(done.stdout))
+    # the json callback's document, then the report's own lines
+    reasons = _reasons(json.JSONDecoder().raw_decode(done.stdout)[0])
     tag = {s.name: s.service_tag.lower() for s in rack.servers}
     old, psu = reasons[tag["gpu11"]], reasons[tag["gpu12"]]
     assert (
@@ -69,3 +82,13 @@ def test_demo_rack_firmware_and_bmc_log_servers_are_quarantined_with_their_cause
         for host, why in reasons.items()
         if host not in (tag["gpu11"], tag["gpu12"])
     ), reasons
+    # add_host's variables are what hostvars and the report read: every quarantine, and only
+    # those, with the reason and the phase
+    hosts = json.loads((run_dir / "report.json").read_text())["hosts"]
+    assert {h: r["quarantine_reason"] for h, r in hosts.items() if r["quarantine_reason"]} == (
+        reasons
+    )
+    assert all(
+        hosts[h]["result"] == "QUARANTINED" and hosts[h]["failed_phase"] == "discover"
+        for h in reasons
+    )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
 from racksmith.macs import normalize_mac, require_mac
-from racksmith.phases.discover import clock_problem, hardware_problems
+from racksmith.phases.discover import clock_problem, clock_problems, hardware_problems, verdicts
 from racksmith.phases.preflight import duplicate_identities, mac_mismatches
+from racksmith.redfish import bmc_health
 from racksmith.testing.plugins import plugin_filters
 
 H200 = {"gpus": 8, "gpu_model": "NVIDIA H200"}
@@ -90,6 +92,143 @@ def test_clock_left_skewed_is_a_problem():
         == "BMC clock off by +11820 s and not corrected (skew +11820s exceeds 5s)"
     )
     assert clock_problem({"skew_seconds": -9.0}, 5).startswith("BMC clock off by -9 s")
+
+
+# -- the phase's judgements, once for the play (verdicts, clock_problems) ------------------------
+
+BASELINE = {
+    "host_types": [
+        {
+            "name": "xe9680",
+            "match": {"vendor": "dell"},
+            "firmware": [{"component": "BIOS.Setup.1-1", "minimum": "1.9.0", "target": "1.9.0"}],
+        }
+    ]
+}
+EXPECTED = {"PowerEdge XE9680": H200}
+BIOS_DRIFT = "firmware/BIOS drift from baseline: BIOS.Setup.1-1 1.8.2 -> 1.9.0 (upgrade, reboot)"
+HEALTH_UNREAD = "BMC health (bmc_error): UNKNOWN: not read (discovery needs the extra bmc_health)"
+
+
+def _server(tag, gpus=8, bios="1.9.0", health=True):
+    """One server's redfish_* host variables: its GPUs, its BIOS version, its BMC's health view
+    (a clean report, or none read)."""
+    firmware = [{"id": "BIOS.Setup.1-1", "component": "BIOS.Setup.1-1", "version": bios}]
+    facts = _facts(gpus, redfish_vendor="dell", redfish_service_tag=tag)
+    facts["redfish_firmware"] = [dict(f, role="active", name="BIOS") for f in firmware]
+    if health:
+        facts["redfish_bmc_health"] = bmc_health.report([])
+    return facts
+
+
+def _rack():
+    return {
+        "ok": _server("A"),
+        "gpu7": _server("B", gpus=7, bios="1.8.2", health=False),  # fails all three
+        "old": _server("C", bios="1.8.2", health=False),  # fails firmware and health
+        "mute": _server("D", health=False),  # fails health only
+        "tagged": _server("E", bios="1.8.2", health=False),  # the inventory's quarantine
+    }
+
+
+def test_a_healthy_fleet_has_no_verdict():
+    rack = {"a": _server("A"), "b": _server("B")}
+    everything = {"firmware_baseline": BASELINE, "bmc_health_check": True}
+    assert verdicts(rack, list(rack), expected=EXPECTED, **everything) == {
+        "quarantine": {},
+        "warn": {},
+    }
+
+
+def test_verdicts_judge_in_the_phase_order_each_server_once():
+    """Hardware first; firmware and BMC health judge only the servers not quarantined yet (by
+    the inventory, or by the judgement before): each server gets the first reason it fails."""
+    rack = _rack()
+    out = verdicts(
+        rack,
+        list(rack),
+        expected=EXPECTED,
+        quarantined=["tagged"],
+        firmware_baseline=BASELINE,
+        bmc_health_check=True,
+    )
+    assert list(out["quarantine"].items()) == [
+        ("gpu7", hardware_problems(rack["gpu7"], EXPECTED)[0]),
+        ("old", BIOS_DRIFT),
+        ("mute", HEALTH_UNREAD),
+    ]
+    assert out["warn"] == {}
+
+
+def test_hardware_reasons_are_one_line():
+    rack = {"x": _facts(7, model="NVIDIA H100")}
+    (reason,) = verdicts(rack, ["x"], expected=EXPECTED)["quarantine"].values()
+    assert reason == "; ".join(hardware_problems(rack["x"], EXPECTED))
+    assert "; unexpected GPU model(s) NVIDIA H100" in reason
+
+
+@pytest.mark.parametrize(
+    ("settings", "quarantined"),
+    [
+        ({}, ["gpu7"]),  # no baseline, no BMC health check: hardware only
+        ({"firmware_baseline": BASELINE}, ["gpu7", "old", "tagged"]),
+        ({"firmware_baseline": BASELINE, "slices": "4"}, ["gpu7"]),  # a slice: no fleet
+        ({"bmc_health_check": True}, ["gpu7", "old", "mute", "tagged"]),
+    ],
+)
+def test_each_judgement_runs_only_when_the_site_asks(settings, quarantined):
+    rack = _rack()
+    assert list(verdicts(rack, list(rack), expected=EXPECTED, **settings)["quarantine"]) == (
+        quarantined
+    )
+
+
+def test_firmware_warnings_go_on_and_are_still_judged_for_health():
+    warn = {"host_types": [dict(BASELINE["host_types"][0], on_drift="warn")]}
+    rack = {"old": _server("C", bios="1.8.2", health=False)}
+    out = verdicts(rack, ["old"], expected=EXPECTED, firmware_baseline=warn, bmc_health_check=True)
+    assert out["warn"] == {"old": BIOS_DRIFT}
+    assert out["quarantine"] == {"old": HEALTH_UNREAD}
+
+
+def test_unusable_settings_stop_the_run_rather_than_judge():
+    rack = _rack()
+    with pytest.raises(ValueError, match="a file or a mapping"):
+        verdicts(rack, list(rack), expected=EXPECTED, firmware_baseline=["x"])
+    with pytest.raises(ValueError, match="give a UTC offset"):
+        verdicts(
+            rack,
+            list(rack),
+            expected=EXPECTED,
+            bmc_health_check=True,
+            bmc_health_since="2024-08-08T00:00:00",
+        )
+
+
+def test_clock_problems_name_only_the_unusable_clocks():
+    batch = {
+        "hosts": {
+            "fine": {"msg": "in sync", "skew_seconds": 1.0, "skewed": False},
+            "fixed": {"msg": "set", "skew_seconds": 0.0, "skewed": False, "changed": True},
+            "locked": {"msg": "HTTP 400", "skew_seconds": 600.0, "skewed": True},
+            "down": {"failed": True, "msg": "unreachable"},
+        }
+    }
+    hosts = ["fine", "fixed", "locked", "down", "absent"]
+    assert clock_problems(batch, hosts, 5) == {
+        "locked": clock_problem(batch["hosts"]["locked"], 5),
+        "down": "BMC clock could not be checked or set: unreachable",
+        # no result of its own: judged on the batch's, which holds no reading
+        "absent": "BMC clock could not be checked or set: no reading returned",
+    }
+
+
+def test_a_batch_that_failed_as_a_whole_quarantines_every_server_with_its_message():
+    batch = {"failed": True, "msg": "bmcs: gpu02 has no redfish_bmc"}
+    assert clock_problems(batch, ["gpu01", "gpu02"], 5) == {
+        h: "BMC clock could not be checked or set: bmcs: gpu02 has no redfish_bmc"
+        for h in ("gpu01", "gpu02")
+    }
 
 
 def test_duplicates_compare_macs_normalised_and_sort_hosts():
@@ -176,6 +315,28 @@ def test_filter_plugin_exposes_the_library_functions():
         ]
     ) == ["ansible_host x on a, b"]
     assert f["mac_mismatches"]([]) == []
+    rack = _rack()
+    assert f["discover_verdicts"](
+        list(rack), rack, EXPECTED, ["tagged"], BASELINE, "1", True, "", None
+    ) == verdicts(
+        rack,
+        list(rack),
+        expected=EXPECTED,
+        quarantined=["tagged"],
+        firmware_baseline=BASELINE,
+        bmc_health_check=True,
+    )
+    assert f["clock_problems"]({"failed": True, "msg": "x"}, ["a"], "5") == {
+        "a": "BMC clock could not be checked or set: x"
+    }
+
+
+def test_filter_plugin_turns_a_bad_setting_into_a_filter_error():
+    f = _filters()
+    with pytest.raises(AnsibleFilterError, match=r"discover_verdicts: .*a file or a mapping"):
+        f["discover_verdicts"](["a"], {"a": _facts()}, EXPECTED, None, ["x"])
+    with pytest.raises(AnsibleFilterError, match="clock_problems: expected the fleet's result"):
+        f["clock_problems"]("nope", ["a"])
 
 
 def test_golden_inputs_take_the_health_entry_else_the_first_reason():
