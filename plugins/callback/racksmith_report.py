@@ -130,6 +130,7 @@ class CallbackModule(CallbackBase):
         self._report = None
         self._phase = "other"
         self._play = None
+        self._entering = False  # the play's hosts are yet to be listed in the report
         self._progress = None
 
     def _option(self, name: str):
@@ -187,6 +188,22 @@ class CallbackModule(CallbackBase):
         self._play = play
         tags = list(play.tags or [])
         self._phase = next((t for t in tags if t in PHASES), "other")
+        self._entering = self._phase != "other"
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        # Every host of a phase's play is listed once a task of the play starts, also where the
+        # phase's tasks run once for all of them (run_once) and the host has no result of its
+        # own (issue 25). Not at the play's start: a play whose tasks --tags left out (a sliced
+        # run's processes) lists no host.
+        if not self._entering or self._report is None or self._play is None:
+            return
+        self._entering = False
+        try:
+            inventory = self._play.get_variable_manager()._inventory
+            for host in inventory.get_hosts(self._play.hosts):
+                self._report.enter(host.name)
+        except Exception as exc:  # the report never breaks the run
+            self._display.warning(f"racksmith: the play's hosts not listed in the report: {exc}")
 
     def _record(self, result, status: str) -> None:
         self._progress.flush()  # a batch's last lines belong under its task, not after the recap

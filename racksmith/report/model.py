@@ -328,6 +328,13 @@ class RunReport:
         if status in ("failed", "unreachable") and message and outcome.reason is None:
             outcome.reason = redact(" ".join(message.split()))[:400]
 
+    def enter(self, host: str) -> None:
+        """Note that a host took part in the run, before (or without) a task result of its own:
+        a phase whose decisions run once for all its hosts (discover's judgements, enlist's
+        batch) still lists every host it judged. No phase is added: results count there, and
+        whether an earlier failure kept the host out of a later play is Ansible's to know."""
+        self.host(host)
+
     def skip(self, host: str, skip: Skip) -> None:
         """Note that a role skipped a part on a host; a later announcement of the same role and
         part (configure applied again, by reprovision) replaces the earlier one."""

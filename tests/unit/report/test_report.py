@@ -228,3 +228,39 @@ def test_annotate_keeps_bmc_identity_and_maas_triage_redacted(monkeypatch):
     data = json.loads(report.to_json())
     assert data["hosts"]["h1"]["maas"]["log_tail"] == ["a", "b"]
     assert RunReport.from_dict(data).hosts["h1"].maas == rec.maas
+
+
+def test_every_host_of_a_phase_is_listed_when_its_tasks_run_once(tmp_path):
+    """A phase whose decisions run once for all its hosts (run_once: discover's judgements,
+    enlist's batch) gives the other hosts no result of their own; the report still lists each
+    host of the play (issue 25), with no result counted for it."""
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        """
+- name: discover
+  hosts: all
+  gather_facts: false
+  tags: [discover]
+  tasks:
+    - name: judge every server at once
+      ansible.builtin.debug:
+        msg: judged
+      run_once: true
+"""
+    )
+    run_dir = tmp_path / "run"
+    env = dict(
+        os.environ,
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        RACKSMITH_RUN_DIR=str(run_dir),
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    )
+    proc = subprocess.run(
+        ["ansible-playbook", str(playbook), "-i", "a,b,c,", "-c", "local", "--limit", "a,b"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    hosts = json.loads((run_dir / "report.json").read_text())["hosts"]
+    assert sorted(hosts) == ["a", "b"]  # c is outside --limit: not in the play
+    assert hosts["a"]["phases"]["discover"]["ok"] == 1
+    assert hosts["b"]["phases"] == {}  # judged with a, no result of its own
