@@ -223,3 +223,30 @@ def test_deploy_records_the_quarantine_as_a_maas_tag_for_job_slices(rack):
         check=True,
     )
     assert "quarantine" not in plain(json.loads(listing.stdout))
+
+
+def test_a_rerun_costs_one_result_per_host_and_a_host_without_inputs_fails_with_why(rack):
+    """Issue 25: each phase builds its batch once (racksmith.core.maas_fleet_batch) and keeps
+    one task per host (racksmith.core.maas_outcome), so a rerun that changes nothing costs one
+    task result per host, plus the batch's two run-once results on the first. A host that
+    lacks an input is left out of the batch and fails with the reason, recorded for the
+    report; the others go on."""
+    good = [rack.add(i) for i in (20, 21, 22)]
+    lacking = rack.add(23)
+    del rack.hosts[lacking]["redfish_bmc"]
+    first = rack.playbook("enlist.yml")
+    stats = rack.recap(first.stdout)
+    assert all(stats[h]["failed"] == 0 for h in good), first.stdout
+    assert stats[lacking]["failed"] == 1 and stats[lacking]["rescued"] == 1, first.stdout
+    assert f"{lacking}: enlisting needs redfish_pxe_mac and redfish_bmc" in first.stdout
+    report = json.loads((rack.tmp / "run" / "report.json").read_text())["hosts"][lacking]
+    assert any("enlisting needs redfish_pxe_mac" in r for r in report["reasons"]), report
+    assert rack.playbook("deploy.yml", "-l", ",".join(good)).returncode == 0
+
+    for playbook in ("enlist.yml", "deploy.yml"):
+        run = rack.playbook(playbook, "-l", ",".join(good))
+        stats = rack.recap(run.stdout)
+        assert all(stats[h]["changed"] == 0 and stats[h]["failed"] == 0 for h in good), run.stdout
+        assert run.stdout.count("msg: nothing to do") == len(good), run.stdout
+        # the first host also holds the run-once batch results (and deploy's later plays skip)
+        assert [stats[h]["ok"] for h in good] == [3, 1, 1], run.stdout
