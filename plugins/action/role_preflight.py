@@ -21,7 +21,11 @@ steps in one worker:
    ``register`` gives the role what its probe task registered before;
 5. why the role is skipped (``skip``, a variable name, evaluated with the probe's result under
    the task's ``register`` name): a reason returns ``racksmith_skip`` as
-   ``racksmith.core.role_skip`` does, for the report; otherwise ``say``'s message, if given.
+   ``racksmith.core.role_skip`` does, for the report;
+6. where it applies, what drifted (``drift``, the name of the role's verify-first list, also
+   evaluated with the probe's result): returned as ``drift`` and said, so that the role's
+   ``meta: end_role`` reads ``<register>.drift | length == 0`` in the main process without
+   working anything out again; otherwise ``say``'s message, if given.
 
 Everything it runs on the host only reads, so it runs in check mode as well (the task needs
 ``check_mode: false`` for the probe, as the probe task had). It never reports a change.
@@ -56,6 +60,7 @@ class ActionModule(ActionBase):
                 "problems": {"type": "str", "required": True},
                 "skip": {"type": "str"},
                 "skip_part": {"type": "str", "default": WHOLE_ROLE},
+                "drift": {"type": "str"},
                 "say": {"type": "str"},
             }
         )[1]
@@ -121,10 +126,24 @@ class ActionModule(ActionBase):
         reason = self._evaluate(known, args["skip"]) if args["skip"] else ""
         if reason:
             result.update(skip_result(self._role(), args["skip_part"], str(reason)))
-        elif args["say"]:
-            result.update(msg=str(self._evaluate(known, args["say"])), _ansible_verbose_always=True)
+            if args["drift"]:
+                result["drift"] = []  # the role does not apply: nothing of it to repair
+            return result
+        if args["drift"]:
+            drift = self._evaluate(known, args["drift"])
+            if not isinstance(drift, list):
+                raise AnsibleActionFail(f"role_preflight: {args['drift']} is not a list")
+            result["drift"] = drift
+            if self._task.register:  # what the role reads of it from here on (say's message)
+                known[self._task.register] = {**known.get(self._task.register, {}), "drift": drift}
+            if drift:  # said as the role's "Say what drifted" debug said it
+                result.update(msg=drift, _ansible_verbose_always=True)
+                return result
+        said = self._evaluate(known, args["say"]) if args["say"] else None
+        if said:
+            result.update(msg=said, _ansible_verbose_always=True)
         else:
-            result["msg"] = "preflight passed"
+            result["msg"] = "nothing drifted" if args["drift"] else "preflight passed"
         return result
 
     def _module(self, name: str, module_args: dict, task_vars: dict) -> dict:

@@ -53,8 +53,15 @@ options:
     description: The part skipped, as for M(racksmith.core.role_skip).
     type: str
     default: all
+  drift:
+    description: The name of the role's verify-first variable, the list of what differs from
+      what the role would leave (anything the probe could not read included). Returned as
+      C(drift) (empty where the role is skipped) and printed when not empty, so the role ends
+      with a C(meta) C(end_role) task when C(<register>.drift) is empty.
+    type: str
   say:
-    description: The name of the role variable holding what to print when the role applies.
+    description: The name of the role variable holding what to print when the role applies (and,
+      with O(drift), nothing drifted).
     type: str
 extends_documentation_fragment:
   - racksmith.core.racksmith_attributes.action
@@ -90,6 +97,11 @@ stdout:
   description: The probe's standard output (also C(rc), C(stderr), C(stdout_lines), C(cmd)).
   type: str
   returned: when O(probe) is given
+drift:
+  description: What drifted (the O(drift) variable's list); empty where the role is skipped.
+  type: list
+  elements: str
+  returned: when O(drift) is given and no problem failed the task
 racksmith_skip:
   description: The skip as the report reads it (see M(racksmith.core.role_skip)).
   type: dict

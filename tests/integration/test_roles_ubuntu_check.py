@@ -115,13 +115,15 @@ PCI_ROLES = ("nvidia_driver", "gdr", "container_runtime", "dcgm")
 #: Each role's one preflight task (racksmith.core.role_preflight), by name.
 CR_PREFLIGHT = (
     "Preflight | Facts, the inputs, the PCI bus, the data root's"
-    " filesystem, daemon.json and apt's view"
+    " filesystem, daemon.json and apt's view, what drifted"
 )
 DCGM_PREFLIGHT = (
-    "Preflight | Facts, the platform, the versions, the exporter and its fields; then the host"
+    "Preflight | Facts, the platform, the versions, the exporter and"
+    " its fields; the host; what drifted"
 )
 BASE_PREFLIGHT = (
-    "Preflight | Facts, the inputs, and the host (what base decides on, and everything it sets up)"
+    "Preflight | Facts, the inputs, the host (what base decides on,"
+    " and everything it sets up), what drifted"
 )
 NE_PREFLIGHT = (
     "Preflight | Facts, the inputs, and what the last run left"
@@ -768,9 +770,10 @@ def test_gdr_the_toolkit_and_dcgm_apply_by_the_pci_bus(check_run, host):
     ).get("skipped")
     assert set(TOOLKIT) <= set(_planned(check_run, host, CONTAINER_TASK))
     # DCGM applies: no skip said; the host is new, so everything drifted and the role runs on
-    assert check_run.result(host, "dcgm", "Say why DCGM is skipped on this host").get("skipped")
-    drifted = check_run.result(host, "dcgm", "Preflight | Say what drifted (the whole role runs)")
-    assert "datacenter-gpu-manager-4-cuda12: not installed" in drifted["msg"]
+    drifted = check_run.result(host, "dcgm", DCGM_PREFLIGHT)
+    assert "racksmith_skip" not in drifted
+    assert "datacenter-gpu-manager-4-cuda12: not installed" in drifted["drift"]
+    assert drifted["msg"] == drifted["drift"]
     assert _planned(check_run, host, DCGM_TASK) == DCGM4
 
 
