@@ -124,8 +124,9 @@ _PLAYBOOK = """
         health_profile: h200-x2-vm
     - name: As validate.yml records it
       ansible.builtin.set_fact:
-        racksmith_health_verdict: "{{ health_verdict }}"
-        racksmith_health_reasons: "{{ health_reasons }}"
+        racksmith_health_verdict: "{{ health_verdict_said.golden_entry.verdict }}"
+        racksmith_health_reasons: "{{ health_verdict_said.golden_entry.reasons }}"
+        health_golden_entry: "{{ health_verdict_said.golden_entry }}"
 
 - name: validate (the golden set)
   hosts: localhost
@@ -136,7 +137,7 @@ _PLAYBOOK = """
       ansible.builtin.copy:
         dest: "{{ fetch }}/verdicts.json"
         content: "{{ dict(groups['all'] | zip(groups['all'] | map('extract', hostvars,
-                     'health_fitness'))) | to_nice_json }}"
+                     'health_verdict_said'))) | to_nice_json }}"
         mode: "0644"
     - name: Golden set, as validate.yml writes it (from the entries; nothing judged again)
       ansible.builtin.copy:
@@ -191,7 +192,20 @@ def test_role_golden_set_and_report_give_one_verdict(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
-    role = json.loads((fetch / "verdicts.json").read_text())
+    said = json.loads((fetch / "verdicts.json").read_text())
+    role = {host: result["golden_entry"] for host, result in said.items()}
+    # the line the role says, as the debug task it replaced said it (shown without -v)
+    assert said["fit-lab"]["msg"] == "fit-lab: FIT (profile " + QUICK["profile"]["name"] + ")"
+    assert said["bad-quick"]["msg"] == (
+        "bad-quick: NOT FIT (profile "
+        + QUICK["profile"]["name"]
+        + ") "
+        + "; ".join(role["bad-quick"]["reasons"])
+    )
+    assert said["no-agent"]["msg"] == (
+        "no-agent: NOT FIT (profile h200-x2-vm) health agent did not run: exec format error"
+    )
+    assert "fit-lab: FIT (profile " in proc.stdout
     golden = json.loads((run / "golden-set.json").read_text())
     report = json.loads((run / "report.json").read_text())
     fit = {"fit-full", "fit-lab"}
