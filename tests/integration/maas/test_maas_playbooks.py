@@ -231,16 +231,20 @@ def test_a_rerun_costs_one_result_per_host_and_a_host_without_inputs_fails_with_
     task result per host, plus the batch's two run-once results on the first. A host that
     lacks an input is left out of the batch and fails with the reason, recorded for the
     report; the others go on."""
+    no_disk = rack.add(19)  # first of the play: the batch's run-once tasks run on it
+    rack.hosts[no_disk]["racksmith_maas_boot_disk"] = ""
     good = [rack.add(i) for i in (20, 21, 22)]
     lacking = rack.add(23)
     del rack.hosts[lacking]["redfish_bmc"]
     first = rack.playbook("enlist.yml")
     stats = rack.recap(first.stdout)
     assert all(stats[h]["failed"] == 0 for h in good), first.stdout
-    assert stats[lacking]["failed"] == 1 and stats[lacking]["rescued"] == 1, first.stdout
-    assert f"{lacking}: enlisting needs redfish_pxe_mac and redfish_bmc" in first.stdout
-    report = json.loads((rack.tmp / "run" / "report.json").read_text())["hosts"][lacking]
-    assert any("enlisting needs redfish_pxe_mac" in r for r in report["reasons"]), report
+    report = json.loads((rack.tmp / "run" / "report.json").read_text())["hosts"]
+    for name in (no_disk, lacking):
+        assert stats[name]["failed"] == 1 and stats[name]["rescued"] == 1, first.stdout
+        assert f"{name}: enlisting needs redfish_pxe_mac and redfish_bmc" in first.stdout
+        reasons = report[name]["reasons"]
+        assert any("enlisting needs redfish_pxe_mac" in r for r in reasons), report[name]
     assert rack.playbook("deploy.yml", "-l", ",".join(good)).returncode == 0
 
     for playbook in ("enlist.yml", "deploy.yml"):
