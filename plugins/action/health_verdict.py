@@ -14,8 +14,10 @@ connection), works in check mode and never reports ``changed``.
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
+from ansible_collections.racksmith.core.plugins.plugin_utils.controller_action import (
+    ControllerAction,
+)
 
 _JUDGE = (
     "quick | racksmith.core.health_fit(load=load, load_required=load_required,"
@@ -24,12 +26,7 @@ _JUDGE = (
 _ENTRY = "quick | racksmith.core.golden_entry(fitness=fitness, host=host, load=load)"
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         args = self.validate_argument_spec(
             argument_spec={

@@ -20,7 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ansible.plugins.action import ActionBase
+from ansible_collections.racksmith.core.plugins.plugin_utils.controller_action import (
+    ControllerAction,
+)
 
 #: A host with neither a result nor a problem: the batch did not run for it (fail closed).
 NO_RESULT = "the batch returned no result for this host"
@@ -52,12 +54,7 @@ def host_outcome(result: Mapping[str, Any] | None, problem: str = "") -> dict[st
     return out
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         args = self.validate_argument_spec(
             argument_spec={

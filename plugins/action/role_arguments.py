@@ -22,16 +22,13 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
 from ansible.utils.collection_loader._collection_finder import _get_collection_role_path
+from ansible_collections.racksmith.core.plugins.plugin_utils.controller_action import (
+    ControllerAction,
+)
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         args = self.validate_argument_spec(
             argument_spec={

@@ -25,7 +25,9 @@ Example::
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
+from ansible_collections.racksmith.core.plugins.plugin_utils.controller_action import (
+    ControllerAction,
+)
 
 #: The result key the report callback reads (racksmith.report.model.SKIP_KEY).
 SKIP_KEY = "racksmith_skip"
@@ -49,12 +51,7 @@ def skip_result(role: str, part: str, reason: str) -> dict:
     }
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
-
+class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         args = self.validate_argument_spec(
             argument_spec={
