@@ -148,17 +148,16 @@ options:
 
 EXAMPLES = r"""
 # In a play over the servers (hosts: "bmc_ok:!quarantine"):
-- name: This host's entry in the batch
+- name: Every server's entry in the batch, built once
   ansible.builtin.set_fact:
-    racksmith_fleet_entry:
-      name: "{{ inventory_hostname }}"
-      pxe_mac: "{{ redfish_pxe_mac }}"
+    racksmith_fleet_batch: "{{ ansible_play_hosts | racksmith.core.maas_fleet_batch(hostvars, 'deploy') }}"
+  run_once: true
 
 - name: Deploy every server at once
   racksmith.core.maas_fleet:
     state: deployed
     hwe_kernel: hwe-22.04
-    hosts: "{{ ansible_play_hosts | map('extract', hostvars, 'racksmith_fleet_entry') | list }}"
+    hosts: "{{ racksmith_fleet_batch.entries }}"
   run_once: true
   delegate_to: localhost
   register: fleet
