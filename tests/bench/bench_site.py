@@ -90,9 +90,11 @@ _RESULT = re.compile(r"^(ok|changed|skipping|failed|fatal): \[")
 _HOST_RESULT = re.compile(r"^(?:ok|changed|skipping|failed|fatal): \[([^\]\s]+)")
 _TASK = re.compile(r"^TASK \[(?:(?P<role>[^\]]+?) : )?")
 #: Issue 25's budget: task results per healthy host on a no-change rerun of the whole flow
-#: (it was ~226). Every rerun this bench measures is checked against it, `--quick` in
-#: `make test` too, so the count cannot creep back; no timing is checked.
-RESULTS_BUDGET = 120
+#: (it was ~226; the issue asks <= 120; 29.4 on the 32-server rack and 42 on `--quick`'s one
+#: healthy host, which also carries the run-once results, on 2026-12-02). Every rerun this
+#: bench measures is checked against it, `--quick` in `make test` too, so the count cannot
+#: creep back; no timing is checked.
+RESULTS_BUDGET = 60
 #: Share of the controller's CPU spent in ansible-playbook's one main process (the strategy),
 #: which more cores do not spread: py-spy over an 8-server site.yml run, 2026-12-01
 #: (docs/fleet.md, "What the controller's share costs"). The rest (forked workers, ssh,
