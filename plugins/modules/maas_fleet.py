@@ -150,7 +150,8 @@ EXAMPLES = r"""
 # In a play over the servers (hosts: "bmc_ok:!quarantine"):
 - name: Every server's entry in the batch, built once
   ansible.builtin.set_fact:
-    racksmith_fleet_batch: "{{ ansible_play_hosts | racksmith.core.maas_fleet_batch(hostvars, 'deploy') }}"
+    racksmith_fleet_batch: >-
+      {{ ansible_play_hosts | racksmith.core.maas_fleet_batch(hostvars, 'deploy') }}
   run_once: true
 
 - name: Deploy every server at once
