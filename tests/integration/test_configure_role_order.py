@@ -20,12 +20,13 @@ no lab.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+
+from racksmith.testing.playbook import playbook_env
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
@@ -65,14 +66,12 @@ def _run(tmp_path: Path, ours: list[str], *, forks: int = 1) -> subprocess.Compl
     }
     inventory = tmp_path / "hosts.json"
     inventory.write_text(json.dumps({"maas_deployed": {"hosts": hosts}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    env = playbook_env(
+        tmp_path,
         ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
         ANSIBLE_CALLBACK_PLUGINS=str(Path(__file__).parent / "callback_plugins"),
         ANSIBLE_STDOUT_CALLBACK="results_by_host",
         ANSIBLE_CALLBACKS_ENABLED="results_by_host",  # no run report: JSON only
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
         ANSIBLE_GATHERING="explicit",
         RACKSMITH_RUN_DIR=str(tmp_path / "run"),
     )

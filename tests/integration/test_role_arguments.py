@@ -7,12 +7,13 @@ as ansible-core feeds it when it imports a role."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+
+from racksmith.testing.playbook import playbook_env
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
@@ -63,10 +64,8 @@ def run(tmp_path: Path, hostvars: dict[str, dict]) -> dict[str, dict]:
     inventory = tmp_path / "hosts.json"
     hosts = {name: {**local, **extra} for name, extra in hostvars.items()}
     inventory.write_text(json.dumps({"all": {"hosts": hosts, "vars": defaults}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "t"),
+    env = playbook_env(
+        tmp_path,
         ANSIBLE_CALLBACKS_ENABLED="template_cache",  # no run report for a test play
     )
     done = subprocess.run(

@@ -12,12 +12,13 @@ either there already or not.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from racksmith.testing.playbook import playbook_env
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
@@ -101,11 +102,9 @@ def _play(tmp_path: Path, play: str) -> tuple[int, str, dict[str, list[dict]]]:
     """Run ``play``; the return code, stdout and each host's preflight results in order."""
     path = tmp_path / "play.yml"
     path.write_text(play)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    env = playbook_env(
+        tmp_path,
         ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "t"),
         ANSIBLE_CALLBACKS_ENABLED="template_cache",  # no run report for a test play
         ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
     )

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from racksmith.testing.playbook import playbook_env
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
@@ -66,11 +67,9 @@ def test_the_same_render_without_a_copy(tmp_path: Path) -> None:
         "- hosts: all\n  gather_facts: true\n  gather_subset: [min]\n"
         "  vars: {servers: [ntp1, ntp2]}\n  roles: [demo]\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    env = playbook_env(
+        tmp_path,
         ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "t"),
         ANSIBLE_CALLBACKS_ENABLED="template_cache",
     )
     done = subprocess.run(

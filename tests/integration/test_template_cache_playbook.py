@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from racksmith.testing.playbook import playbook_env
+
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 
@@ -65,16 +67,14 @@ def run(tmp_path: Path, callbacks: str) -> dict:
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inventory = tmp_path / "hosts.json"
     inventory.write_text(json.dumps({"all": {"hosts": {f"h{n}": local for n in (1, 2, 3)}}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    env = playbook_env(
+        tmp_path,
         ANSIBLE_ROLES_PATH=str(tmp_path / "roles"),
         ANSIBLE_CALLBACK_PLUGINS=os.pathsep.join(
             [str(Path(__file__).parent / "callback_plugins"), str(REPO / "plugins" / "callback")]
         ),
         ANSIBLE_STDOUT_CALLBACK="results_by_host",
         ANSIBLE_CALLBACKS_ENABLED=callbacks,
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
     )
     done = subprocess.run(
         [PLAYBOOK, str(play), "-i", str(inventory), "--forks", "3"],
@@ -115,12 +115,10 @@ def test_the_workers_compile_nothing_the_main_process_did_not(tmp_path):
     compiled (``-vv`` prints both counts at the end)."""
     roles = tmp_path / "roles" / "probe"
     run(tmp_path, "results_by_host")  # writes the role, the play and the inventory
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    env = playbook_env(
+        tmp_path,
         ANSIBLE_ROLES_PATH=str(roles.parent),
         ANSIBLE_CALLBACKS_ENABLED="template_cache",
-        ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
     )
     done = subprocess.run(
         [PLAYBOOK, str(tmp_path / "play.yml"), "-i", str(tmp_path / "hosts.json"), "-vv",
